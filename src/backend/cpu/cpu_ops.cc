@@ -1,0 +1,156 @@
+#include "backend/cpu/cpu_ops.h"
+
+#include <vector>
+
+#include "kernels/ref/attention.h"
+#include "kernels/ref/elementwise.h"
+#include "kernels/ref/gemm.h"
+#include "kernels/ref/hyper_connection.h"
+#include "kernels/ref/quant.h"
+
+namespace di::backend {
+
+namespace {
+// Output columns per task: enough work to amortize decoding one weight row per column.
+constexpr int64_t kColumnGrain = 8;
+}  // namespace
+
+void CpuOps::linear(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16) const {
+  if (w.format == WeightFormat::kFP8 || w.format == WeightFormat::kFP4) {
+    const int64_t K = w.in_features;
+    std::vector<float> values(static_cast<size_t>(x.rows * K));
+    std::vector<float> scales(static_cast<size_t>(x.rows * (K / 32)));
+    pool_.parallel_for(x.rows, 1, [&](int64_t b, int64_t e) {
+      for (int64_t m = b; m < e; ++m) {
+        kernels::quantize_row_fp8(x.row(m), K, 32, values.data() + m * K,
+                                  scales.data() + m * (K / 32));
+      }
+    });
+    kernels::QuantizedRows a{values.data(), scales.data(), x.rows, K};
+    pool_.parallel_for(w.out_features, kColumnGrain, [&](int64_t b, int64_t e) {
+      kernels::block_scaled_gemm(a, w, y, b, e);
+    });
+    return;
+  }
+  pool_.parallel_for(w.out_features, kColumnGrain, [&](int64_t b, int64_t e) {
+    kernels::dense_gemm(x, w, y, round_bf16, b, e);
+  });
+}
+
+void CpuOps::rms_norm(ConstRowsView x, const float* w, float eps, RowsView y) const {
+  pool_.parallel_for(x.rows, 16, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) kernels::rms_norm_row(x.row(r), x.cols, w, eps, y.row(r));
+  });
+}
+
+void CpuOps::fake_quant_fp8(RowsView x, int block) const {
+  pool_.parallel_for(x.rows, 16, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) kernels::fake_quant_row_fp8(x.row(r), x.cols, block);
+  });
+}
+
+void CpuOps::fake_quant_fp4(RowsView x, Fp4ScaleKind kind) const {
+  pool_.parallel_for(x.rows, 16, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) kernels::fake_quant_row_fp4(x.row(r), x.cols, kind);
+  });
+}
+
+void CpuOps::rope(RowsView x, int num_heads, int head_dim, int rope_offset,
+                  const int64_t* positions, const RopeTable& table, bool inverse) const {
+  pool_.parallel_for(x.rows, 16, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      for (int h = 0; h < num_heads; ++h) {
+        kernels::rope_row(x.row(r) + static_cast<int64_t>(h) * head_dim + rope_offset,
+                          positions[r], table, inverse);
+      }
+    }
+  });
+}
+
+void CpuOps::sparse_attention(const SparseAttentionArgs& a) const {
+  const int64_t q_stride = static_cast<int64_t>(a.num_heads) * a.head_dim;
+  pool_.parallel_for(a.num_queries, 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      kernels::sparse_attention_query(a.q + t * q_stride, a.num_heads, a.head_dim,
+                                      a.keys + t * a.num_keys, a.num_keys, a.sink,
+                                      a.softmax_scale, a.out + t * q_stride);
+    }
+  });
+}
+
+void CpuOps::index_scores(const IndexScoreArgs& a) const {
+  const int64_t q_stride = static_cast<int64_t>(a.num_heads) * a.head_dim;
+  pool_.parallel_for(a.num_queries, 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      kernels::index_scores_query(a.q + t * q_stride, a.weights + t * a.num_heads, a.num_heads,
+                                  a.head_dim, a.keys, a.num_keys, a.num_visible[t],
+                                  a.scores + t * a.num_keys);
+    }
+  });
+}
+
+void CpuOps::hc_mixes(ConstRowsView x, const float* fn, const float* scale, const float* base,
+                      int hc, int sinkhorn_iters, float hc_eps, float norm_eps,
+                      HcCoefficients* out) const {
+  pool_.parallel_for(x.rows, 4, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      kernels::hc_mixes_token(x.row(r), x.cols, fn, scale, base, hc, sinkhorn_iters, hc_eps,
+                              norm_eps, out + r);
+    }
+  });
+}
+
+void CpuOps::hc_collapse(ConstRowsView x, const float* pre, int hc, RowsView y) const {
+  pool_.parallel_for(x.rows, 16, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      kernels::hc_collapse_token(x.row(r), pre + r * hc, hc, y.cols, y.row(r));
+    }
+  });
+}
+
+void CpuOps::hc_expand(ConstRowsView y, ConstRowsView residual, const HcCoefficients* coeff,
+                       int hc, RowsView out) const {
+  pool_.parallel_for(y.rows, 16, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      kernels::hc_expand_token(y.row(r), residual.row(r), coeff[r], hc, y.cols, out.row(r));
+    }
+  });
+}
+
+void CpuOps::moe_route(ConstRowsView x, const WeightView& gate, const float* bias,
+                       const RouteParams& params, int32_t* experts, float* weights) const {
+  std::vector<float> raw(static_cast<size_t>(x.rows * params.num_experts));
+  RowsView raw_view{raw.data(), x.rows, params.num_experts};
+  linear(x, gate, raw_view, /*round_bf16=*/false);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    kernels::moe_route_row(raw_view.row(r), bias, params, experts + r * params.topk,
+                           weights + r * params.topk);
+  }
+}
+
+void CpuOps::swiglu(ConstRowsView gate, ConstRowsView up, const float* row_weight, float limit,
+                    RowsView out) const {
+  pool_.parallel_for(gate.rows, 16, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      kernels::swiglu_row(gate.row(r), up.row(r), gate.cols, row_weight ? row_weight[r] : 1.0f,
+                          limit, out.row(r));
+    }
+  });
+}
+
+void CpuOps::engram_gate(RowsView x, ConstRowsView kv, const float* qk_weight, int hc,
+                         float eps) const {
+  const int64_t dim = x.cols / hc;
+  pool_.parallel_for(x.rows, 4, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      kernels::engram_gate_row(x.row(r), kv.row(r), qk_weight, hc, dim, eps);
+    }
+  });
+}
+
+void CpuOps::softmax_pool(const float* kv, const float* score, int group, int64_t dim,
+                          float* out) const {
+  kernels::softmax_pool_channels(kv, score, group, dim, out);
+}
+
+}  // namespace di::backend

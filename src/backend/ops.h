@@ -1,0 +1,111 @@
+// The op table the model calls for every computation (house style §4.3). Each op computes exactly
+// what the official reference computes, including where it rounds to bf16; comments name the
+// reference function. A row's result never depends on how many rows share the call (batch
+// invariance by construction): every backend must keep per-row reduction orders fixed.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tensor/weight_view.h"
+
+namespace di::backend {
+
+enum class Fp4ScaleKind {
+  kUe8m0Block32,  // indexer q/k: power-of-two scales per 32, amax floor 6*2^-126
+  kE4m3Block16,   // compressed KV: e4m3 scales (amax/6) per 16, amax floor 6*2^-9
+};
+
+// Rotary embedding frequencies of one layer kind (reference precompute_freqs_cis).
+struct RopeTable {
+  std::vector<float> inv_freq;  // [rope_dim / 2]
+};
+
+// The hyper-connection coefficients of one site for one token (reference hc_split_sinkhorn).
+struct HcCoefficients {
+  static constexpr int kMaxHc = 8;
+  float pre[kMaxHc];
+  float post[kMaxHc];
+  float comb[kMaxHc * kMaxHc];  // comb[i * hc + j]: weight of input copy i in output copy j
+};
+
+struct SparseAttentionArgs {
+  const float* q = nullptr;  // [num_queries, num_heads, head_dim], bf16-exact
+  int64_t num_queries = 0;
+  int num_heads = 0;
+  int head_dim = 0;
+  // [num_queries, num_keys] pointers to K=V rows of head_dim floats; nullptr marks an empty slot.
+  const float* const* keys = nullptr;
+  int64_t num_keys = 0;
+  const float* sink = nullptr;  // [num_heads] f32
+  float softmax_scale = 0;
+  float* out = nullptr;  // [num_queries, num_heads, head_dim], rounded to bf16
+};
+
+struct IndexScoreArgs {
+  const float* q = nullptr;        // [num_queries, num_heads, head_dim] (fp4 fake-quantized)
+  const float* weights = nullptr;  // [num_queries, num_heads] bf16-exact head weights
+  int64_t num_queries = 0;
+  int num_heads = 0;
+  int head_dim = 0;
+  const float* const* keys = nullptr;  // [num_keys] index-key rows shared by all queries
+  int64_t num_keys = 0;
+  const int64_t* num_visible = nullptr;  // [num_queries]: query t scores keys [0, num_visible[t])
+  float* scores = nullptr;  // [num_queries, num_keys] bf16-exact; -inf where not visible
+};
+
+enum class ScoreFunc { kSqrtSoftplus, kSigmoid, kSoftmax };
+
+struct RouteParams {
+  int num_experts = 0;
+  int topk = 0;
+  ScoreFunc score_func = ScoreFunc::kSqrtSoftplus;
+  float gate_temp = 1.0f;
+  bool norm_topk_prob = true;
+  float route_scale = 1.0f;
+};
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+  virtual const char* name() const = 0;
+
+  // y[m, n] = x[m] . w[n] (reference `linear`). FP8/FP4 weights first fake-quantize each row of x
+  // to e4m3 with ue8m0 scales per 32 (act_quant) and accumulate 32-wide blocks in fp32 (fp8_gemm,
+  // fp4_gemm); their output is bf16. BF16/F32 weights compute in fp32 and round the output to bf16
+  // when `round_bf16` (the reference's bf16 F.linear) or keep fp32 (its fp32 F.linear).
+  virtual void linear(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16) const = 0;
+
+  // y = bf16(w * x * rsqrt(mean(x^2) + eps)) per row (reference RMSNorm); w: [cols], bf16-exact.
+  virtual void rms_norm(ConstRowsView x, const float* w, float eps, RowsView y) const = 0;
+
+  // In-place fake quantization (quantize + dequantize, rounded to bf16) of every `block` values.
+  virtual void fake_quant_fp8(RowsView x, int block) const = 0;  // act_quant(..., inplace=True)
+  virtual void fake_quant_fp4(RowsView x, Fp4ScaleKind kind) const = 0;  // fp4_act_quant inplace
+
+  // Rotates dims [rope_offset, rope_offset + 2*inv_freq.size()) of each of `num_heads` heads of
+  // width `head_dim` in row r at positions[r] (interleaved pairs); `inverse` conjugates.
+  // Rounds the rotated values to bf16 (reference apply_rotary_emb on a bf16 tensor).
+  virtual void rope(RowsView x, int num_heads, int head_dim, int rope_offset,
+                    const int64_t* positions, const RopeTable& table, bool inverse) const = 0;
+
+  // Sink softmax attention over per-query key lists, online in blocks of 64 keys (sparse_attn).
+  virtual void sparse_attention(const SparseAttentionArgs& args) const = 0;
+
+  // Indexer scores: sum_h w[t,h] * relu(bf16(q[t,h] . k[s])), each step rounded to bf16.
+  virtual void index_scores(const IndexScoreArgs& args) const = 0;
+
+  // Hyper-connection mixes for each token row of x [rows, hc*dim] (Block.hc_mixes).
+  virtual void hc_mixes(ConstRowsView x, const float* fn, const float* scale, const float* base,
+                        int hc, int sinkhorn_iters, float hc_eps, float norm_eps,
+                        HcCoefficients* out) const = 0;
+  // y[r] = bf16(sum_k pre[k] * x[r, k]) for x [rows, hc*dim] (Block.hc_pre).
+  virtual void hc_collapse(ConstRowsView x, const float* pre /*[rows, hc]*/, int hc,
+                           RowsView y) const = 0;
+  // out[r, j] = bf16(post[j] * y[r] + sum_i comb[i, j] * residual[r, i]) (Block.hc_post).
+  virtual void hc_expand(ConstRowsView y, ConstRowsView residual, const HcCoefficients* coeff,
+                         int hc, RowsView out) const = 0;
+};
+
+}  // namespace di::backend

@@ -1,0 +1,88 @@
+#include "kernels/ref/gemm.h"
+
+#include <vector>
+
+#include "kernels/ref/dot.h"
+#include "tensor/numeric.h"
+
+namespace di::kernels {
+
+void decode_weight_row(const WeightView& w, int64_t n, int64_t k_begin, int64_t count, float* out) {
+  switch (w.format) {
+    case WeightFormat::kFP8: {
+      const uint8_t* row = w.data + n * w.in_features + k_begin;
+      const float* table = e4m3_table();
+      for (int64_t i = 0; i < count; ++i) out[i] = table[row[i]];
+      break;
+    }
+    case WeightFormat::kFP4: {
+      const uint8_t* row = w.data + n * (w.in_features / 2);
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t k = k_begin + i;
+        uint8_t byte = row[k / 2];
+        out[i] = e2m1_to_float((k & 1) ? (byte >> 4) : (byte & 0xf));
+      }
+      break;
+    }
+    case WeightFormat::kBF16: {
+      const uint16_t* row = reinterpret_cast<const uint16_t*>(w.data) + n * w.in_features + k_begin;
+      for (int64_t i = 0; i < count; ++i) out[i] = bf16_to_float(row[i]);
+      break;
+    }
+    case WeightFormat::kF32: {
+      const float* row = reinterpret_cast<const float*>(w.data) + n * w.in_features + k_begin;
+      for (int64_t i = 0; i < count; ++i) out[i] = row[i];
+      break;
+    }
+  }
+}
+
+float weight_scale(const WeightView& w, int64_t n, int64_t k) {
+  if (w.format == WeightFormat::kFP8) {
+    int64_t k_blocks = (w.in_features + 31) / 32;
+    return e8m0_to_float(w.scale[(n / 32) * k_blocks + k / 32]);
+  }
+  return e8m0_to_float(w.scale[n * (w.in_features / 32) + k / 32]);
+}
+
+void block_scaled_gemm(const QuantizedRows& a, const WeightView& w, RowsView y, int64_t n_begin,
+                       int64_t n_end) {
+  const int64_t K = w.in_features;
+  const int64_t num_blocks = K / 32;
+  std::vector<float> wrow(static_cast<size_t>(K));
+  std::vector<float> acc(static_cast<size_t>(a.rows));
+  for (int64_t n = n_begin; n < n_end; ++n) {
+    decode_weight_row(w, n, 0, K, wrow.data());
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (int64_t b = 0; b < num_blocks; ++b) {
+      const float ws = weight_scale(w, n, b * 32);
+      const float* wb = wrow.data() + b * 32;
+      for (int64_t m = 0; m < a.rows; ++m) {
+        float partial = dot_f32(a.values + m * K + b * 32, wb, 32);
+        acc[m] += partial * a.scales[m * num_blocks + b] * ws;
+      }
+    }
+    for (int64_t m = 0; m < a.rows; ++m) y.row(m)[n] = round_bf16(acc[m]);
+  }
+}
+
+void dense_gemm(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16, int64_t n_begin,
+                int64_t n_end) {
+  const int64_t K = w.in_features;
+  std::vector<float> wrow(static_cast<size_t>(K));
+  for (int64_t n = n_begin; n < n_end; ++n) {
+    const float* wr;
+    if (w.format == WeightFormat::kF32) {
+      wr = reinterpret_cast<const float*>(w.data) + n * K;
+    } else {
+      decode_weight_row(w, n, 0, K, wrow.data());
+      wr = wrow.data();
+    }
+    for (int64_t m = 0; m < x.rows; ++m) {
+      float v = dot_f32(x.row(m), wr, K);
+      y.row(m)[n] = round_bf16 ? di::round_bf16(v) : v;
+    }
+  }
+}
+
+}  // namespace di::kernels

@@ -1,0 +1,126 @@
+// Attention of one layer (spec §1.3; reference Attention.forward): low-rank q, the shared K=V
+// latent in an FP8 sliding window, and for ratio > 0 the compressed entries chosen by the indexer;
+// sink softmax; inverse RoPE on the output; grouped low-rank output projection.
+#include <algorithm>
+#include <cmath>
+
+#include "model/model.h"
+#include "tensor/numeric.h"
+
+namespace di::model {
+
+namespace {
+std::vector<float> rows_buffer(int64_t rows, int64_t cols) {
+  return std::vector<float>(static_cast<size_t>(rows * cols));
+}
+}  // namespace
+
+void Model::output_projection(int layer, RowsView o, RowsView out) const {
+  const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
+  const int64_t T = o.rows;
+  const int64_t groups = config_.o_groups, rank = config_.o_lora_rank;
+  const int64_t in = o.cols / groups;
+  // wo_a is block-diagonal over groups: group g maps its heads' values to `rank` outputs (bf16).
+  std::vector<float> grouped = rows_buffer(T, groups * rank);
+  std::vector<float> slice = rows_buffer(T, in), part = rows_buffer(T, rank);
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t r = 0; r < T; ++r) std::copy_n(o.row(r) + g * in, in, slice.begin() + r * in);
+    WeightView wg{WeightFormat::kF32, rank, in,
+                  reinterpret_cast<const uint8_t*>(a.wo_a.data() + g * rank * in), nullptr};
+    ops_->linear(ConstRowsView(slice.data(), T, in), wg, RowsView{part.data(), T, rank}, true);
+    for (int64_t r = 0; r < T; ++r) std::copy_n(part.begin() + r * rank, rank, grouped.begin() + r * groups * rank + g * rank);
+  }
+  ops_->linear(ConstRowsView(grouped.data(), T, groups * rank), a.wo_b, out, true);
+}
+
+void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView out) const {
+  const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
+  const ModelConfig& c = config_;
+  const int64_t T = u.rows, H = c.n_heads, D = c.head_dim, rd = c.rope_head_dim;
+  const int64_t win = c.window_size;
+  const auto& rope = rope_[static_cast<size_t>(layer)];
+
+  std::vector<float> qr = rows_buffer(T, c.q_lora_rank), q = rows_buffer(T, H * D);
+  RowsView qr_v{qr.data(), T, c.q_lora_rank}, q_v{q.data(), T, H * D};
+  ops_->linear(u, a.wq_a, qr_v, true);
+  ops_->rms_norm(qr_v, a.q_norm.data(), c.norm_eps, qr_v);
+  ops_->linear(qr_v, a.wq_b, q_v, true);
+  ops_->rope(q_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
+             ctx.positions.data(), rope, false);
+
+  std::vector<float> kv = rows_buffer(T, D);
+  RowsView kv_v{kv.data(), T, D};
+  ops_->linear(u, a.wkv, kv_v, true);
+  ops_->rms_norm(kv_v, a.kv_norm.data(), c.norm_eps, kv_v);
+  ops_->rope(kv_v, 1, static_cast<int>(D), static_cast<int>(D - rd), ctx.positions.data(), rope,
+             false);
+  ops_->fake_quant_fp8(kv_v, 32);
+
+  const int ratio = c.compress_ratios[layer];
+  int stream = -1;
+  const std::vector<std::vector<int32_t>>* selection = nullptr;
+  if (ratio > 0) {
+    if (c.is_kv_source(layer)) compress(layer, ctx, u);
+    if (c.is_index_source(layer)) index_select(layer, ctx, u, qr_v);
+    stream = ctx.pool->stream_of_layer(c.kv_source_of(layer));
+    selection = &ctx.selections.at(c.index_source_of(layer));
+  }
+
+  // Key lists: `win` window slots aligned to positions t-win+1 .. t (empty slots null), then the
+  // selected compressed entries in ascending order, then null padding. The layout depends only on
+  // the query's own position and selection, never on the batch.
+  int64_t max_sel = 0;
+  if (selection) {
+    for (const auto& s : *selection) max_sel = std::max<int64_t>(max_sel, static_cast<int64_t>(s.size()));
+  }
+  const int64_t n_keys = win + max_sel;
+  std::vector<const float*> keys(static_cast<size_t>(T * n_keys), nullptr);
+  for (int64_t r = 0; r < T; ++r) {
+    const int chunk = ctx.row_chunk[static_cast<size_t>(r)];
+    SequenceState& seq = *ctx.chunks[static_cast<size_t>(chunk)].seq;
+    const int64_t chunk_start = seq.num_tokens, row0 = ctx.chunk_row_begin[static_cast<size_t>(chunk)];
+    const int64_t pos = ctx.positions[static_cast<size_t>(r)];
+    const float** kr = keys.data() + r * n_keys;
+    for (int64_t i = 0; i < win; ++i) {
+      const int64_t kp = pos - win + 1 + i;
+      if (kp < 0) continue;
+      kr[i] = kp >= chunk_start ? kv_v.row(row0 + kp - chunk_start)
+                                : ctx.pool->window_row(seq, layer, kp);
+    }
+    if (selection) {
+      const auto& sel = (*selection)[static_cast<size_t>(r)];
+      for (size_t j = 0; j < sel.size(); ++j) {
+        kr[win + static_cast<int64_t>(j)] = ctx.pool->compressed_kv_row(seq, stream, sel[j]);
+      }
+    }
+  }
+  std::vector<float> o = rows_buffer(T, H * D);
+  backend::SparseAttentionArgs args;
+  args.q = q.data();
+  args.num_queries = T;
+  args.num_heads = static_cast<int>(H);
+  args.head_dim = static_cast<int>(D);
+  args.keys = keys.data();
+  args.num_keys = n_keys;
+  args.sink = a.attn_sink.data();
+  args.softmax_scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
+  args.out = o.data();
+  ops_->sparse_attention(args);
+
+  // The newest `win` positions of each chunk enter the ring after everyone has read the old ones.
+  for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
+    SequenceState& seq = *ctx.chunks[ch].seq;
+    const int64_t n = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
+    for (int64_t i = std::max<int64_t>(0, n - win); i < n; ++i) {
+      std::copy_n(kv_v.row(ctx.chunk_row_begin[ch] + i), D,
+                  ctx.pool->window_row(seq, layer, seq.num_tokens + i));
+    }
+  }
+
+  RowsView o_v{o.data(), T, H * D};
+  ops_->rope(o_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
+             ctx.positions.data(), rope, true);
+  output_projection(layer, o_v, out);
+}
+
+}  // namespace di::model

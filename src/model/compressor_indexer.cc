@@ -1,0 +1,181 @@
+// The compressed half of V4.1 attention (spec §1.3 step 4; reference Compressor, Indexer,
+// select_candidate_blocks): KV sources pool `ratio` tokens into one latent (softmax-gated at
+// ratio > 1, carrying a partial group across calls), derive FP4 index keys and FP4 compressed KV
+// from it; index sources score their queries against the index keys and keep the top-k visible
+// entries, inside the candidate blocks when a candidate source precedes them.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "model/model.h"
+#include "tensor/numeric.h"
+
+namespace di::model {
+
+void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
+  const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
+  const ModelConfig& c = config_;
+  const int ratio = c.compress_ratios[layer];
+  const int stream = ctx.pool->stream_of_layer(layer);
+  const int64_t T = u.rows, D = c.head_dim, rd = c.rope_head_dim, Di = c.index_head_dim;
+
+  // New latents (bf16, before the norm) with the sequence and entry index they belong to.
+  std::vector<float> latent;
+  std::vector<std::pair<int, int64_t>> owner;  // (chunk, entry)
+  if (ratio == 1) {
+    latent.resize(static_cast<size_t>(T * D));
+    ops_->linear(u, a.comp_wkv, RowsView{latent.data(), T, D}, true);
+    for (int64_t r = 0; r < T; ++r) owner.emplace_back(ctx.row_chunk[static_cast<size_t>(r)], ctx.positions[static_cast<size_t>(r)]);
+  } else {
+    // fp32 projections (the reference promotes these weights and x to fp32)
+    std::vector<float> kv(static_cast<size_t>(T * D)), score(static_cast<size_t>(T * D));
+    ops_->linear(u, a.comp_wkv, RowsView{kv.data(), T, D}, false);
+    ops_->linear(u, a.comp_wgate, RowsView{score.data(), T, D}, false);
+    std::vector<float> pooled(static_cast<size_t>(D));
+    for (int64_t r = 0; r < T; ++r) {
+      const int ch = ctx.row_chunk[static_cast<size_t>(r)];
+      CompressedStream& s = ctx.chunks[static_cast<size_t>(ch)].seq->streams[static_cast<size_t>(stream)];
+      const int64_t pos = ctx.positions[static_cast<size_t>(r)];
+      const int64_t slot = pos % ratio;
+      std::copy_n(kv.begin() + r * D, D, s.partial_kv.begin() + slot * D);
+      std::copy_n(score.begin() + r * D, D, s.partial_score.begin() + slot * D);
+      if (slot != ratio - 1) continue;
+      ops_->softmax_pool(s.partial_kv.data(), s.partial_score.data(), ratio, D, pooled.data());
+      for (int64_t d = 0; d < D; ++d) latent.push_back(round_bf16(pooled[static_cast<size_t>(d)]));
+      owner.emplace_back(ch, pos / ratio);
+    }
+  }
+  const int64_t n = static_cast<int64_t>(owner.size());
+  if (n == 0) return;
+  RowsView lat{latent.data(), n, D};
+  ops_->rms_norm(lat, a.comp_norm.data(), c.norm_eps, lat);
+  std::vector<int64_t> rope_pos(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) rope_pos[static_cast<size_t>(i)] = owner[static_cast<size_t>(i)].second * ratio;
+  const auto& rope = rope_[static_cast<size_t>(layer)];
+
+  // Index keys from the latent before its RoPE.
+  std::vector<float> keys(static_cast<size_t>(n * Di));
+  RowsView k_v{keys.data(), n, Di};
+  ops_->linear(lat, a.idx_wk, k_v, true);
+  ops_->rms_norm(k_v, a.idx_k_norm.data(), c.norm_eps, k_v);
+  ops_->rope(k_v, 1, static_cast<int>(Di), static_cast<int>(Di - rd), rope_pos.data(), rope, false);
+  ops_->fake_quant_fp4(k_v, backend::Fp4ScaleKind::kUe8m0Block32);
+
+  ops_->rope(lat, 1, static_cast<int>(D), static_cast<int>(D - rd), rope_pos.data(), rope, false);
+  ops_->fake_quant_fp4(lat, backend::Fp4ScaleKind::kE4m3Block16);
+
+  for (int64_t i = 0; i < n; ++i) {
+    auto [ch, entry] = owner[static_cast<size_t>(i)];
+    SequenceState& seq = *ctx.chunks[static_cast<size_t>(ch)].seq;
+    std::copy_n(lat.row(i), D, ctx.pool->compressed_kv_row(seq, stream, entry));
+    std::copy_n(k_v.row(i), Di, ctx.pool->index_key_row(seq, stream, entry));
+    seq.streams[static_cast<size_t>(stream)].num_entries = entry + 1;
+  }
+}
+
+namespace {
+
+// Blocks of `block_size` entries ranked by their best score; the block holding the newest visible
+// entry is pinned first; keep up to `topk_blocks` blocks with a finite score (ties: lower block).
+std::vector<int32_t> candidate_blocks(const float* scores, int64_t visible, int block_size,
+                                      int topk_blocks) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const int64_t nb = (visible + block_size - 1) / block_size;
+  std::vector<float> bs(static_cast<size_t>(nb), -inf);
+  for (int64_t s = 0; s < visible; ++s) bs[static_cast<size_t>(s / block_size)] = std::max(bs[static_cast<size_t>(s / block_size)], scores[s]);
+  if (visible > 0) bs[static_cast<size_t>((visible - 1) / block_size)] = inf;
+  std::vector<int32_t> order(static_cast<size_t>(nb));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return bs[static_cast<size_t>(x)] > bs[static_cast<size_t>(y)]; });
+  std::vector<int32_t> keep;
+  for (int32_t b : order) {
+    if (static_cast<int>(keep.size()) == topk_blocks || bs[static_cast<size_t>(b)] == -inf) break;
+    keep.push_back(b);
+  }
+  std::sort(keep.begin(), keep.end());
+  return keep;
+}
+
+// The top-k visible entries by score (ties and -inf: lower index first), in ascending order.
+std::vector<int32_t> select_topk(const float* scores, int64_t visible, int topk) {
+  std::vector<int32_t> order(static_cast<size_t>(visible));
+  std::iota(order.begin(), order.end(), 0);
+  const int64_t k = std::min<int64_t>(topk, visible);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t x, int32_t y) {
+    return scores[x] > scores[y] || (scores[x] == scores[y] && x < y);
+  });
+  order.resize(static_cast<size_t>(k));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+}  // namespace
+
+void Model::index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstRowsView qr) const {
+  const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
+  const ModelConfig& c = config_;
+  const int ratio = c.compress_ratios[layer];
+  const int64_t T = u.rows, Hi = c.index_n_heads, Di = c.index_head_dim, rd = c.rope_head_dim;
+  const int stream = ctx.pool->stream_of_layer(c.kv_source_of(layer));
+
+  std::vector<float> q(static_cast<size_t>(T * Hi * Di)), w(static_cast<size_t>(T * Hi));
+  RowsView q_v{q.data(), T, Hi * Di};
+  ops_->linear(qr, a.idx_wq_b, q_v, true);
+  ops_->rope(q_v, static_cast<int>(Hi), static_cast<int>(Di), static_cast<int>(Di - rd),
+             ctx.positions.data(), rope_[static_cast<size_t>(layer)], false);
+  ops_->fake_quant_fp4(q_v, backend::Fp4ScaleKind::kUe8m0Block32);
+  ops_->linear(u, a.idx_weights_proj, RowsView{w.data(), T, Hi}, true);
+  const float head_scale =
+      static_cast<float>(std::pow(static_cast<double>(Di), -0.5) * std::pow(static_cast<double>(Hi), -0.5));
+  for (float& x : w) x = round_bf16(x * head_scale);
+
+  const bool is_candidate_source = layer == c.candidate_source_layer;
+  const bool uses_candidates = c.candidate_source_layer >= 0 && c.candidate_source_layer < layer;
+  auto& selection = ctx.selections[layer];
+  selection.assign(static_cast<size_t>(T), {});
+  for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
+    SequenceState& seq = *ctx.chunks[ch].seq;
+    const int64_t n_entries = seq.streams[static_cast<size_t>(stream)].num_entries;
+    const int64_t row0 = ctx.chunk_row_begin[ch];
+    const int64_t rows = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
+    std::vector<const float*> keys(static_cast<size_t>(n_entries));
+    for (int64_t e = 0; e < n_entries; ++e) keys[static_cast<size_t>(e)] = ctx.pool->index_key_row(seq, stream, e);
+    std::vector<int64_t> visible(static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) visible[static_cast<size_t>(i)] = (ctx.positions[static_cast<size_t>(row0 + i)] + 1) / ratio;
+    std::vector<float> scores(static_cast<size_t>(rows * n_entries));
+    backend::IndexScoreArgs args;
+    args.q = q.data() + row0 * Hi * Di;
+    args.weights = w.data() + row0 * Hi;
+    args.num_queries = rows;
+    args.num_heads = static_cast<int>(Hi);
+    args.head_dim = static_cast<int>(Di);
+    args.keys = keys.data();
+    args.num_keys = n_entries;
+    args.num_visible = visible.data();
+    args.scores = scores.data();
+    if (n_entries > 0) ops_->index_scores(args);
+    for (int64_t i = 0; i < rows; ++i) {
+      float* s = scores.data() + i * n_entries;
+      const int64_t vis = visible[static_cast<size_t>(i)];
+      const size_t row = static_cast<size_t>(row0 + i);
+      if (is_candidate_source) {
+        ctx.candidate_blocks[row] = candidate_blocks(s, vis, c.candidate_block_size, c.candidate_topk_blocks);
+      } else if (uses_candidates) {
+        const auto& blocks = ctx.candidate_blocks[row];
+        for (int64_t e = 0; e < vis; ++e) {
+          if (!std::binary_search(blocks.begin(), blocks.end(), static_cast<int32_t>(e / c.candidate_block_size))) {
+            s[e] = -std::numeric_limits<float>::infinity();
+          }
+        }
+      }
+      selection[row] = select_topk(s, vis, c.index_topk);
+    }
+  }
+  if (ctx.trace) {
+    ctx.trace->selections[layer] = selection;
+    if (is_candidate_source) ctx.trace->candidate_blocks[layer] = ctx.candidate_blocks;
+  }
+}
+
+}  // namespace di::model

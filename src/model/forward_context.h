@@ -1,0 +1,48 @@
+// What one forward call works on: the chunks of tokens of several sequences laid out as rows, and
+// what attention layers hand down the stack within the call (the reference's SharedAttentionRuntime:
+// each index source's selection and the candidate blocks), plus an optional trace for checks.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "model/state_pool.h"
+
+namespace di::model {
+
+struct SequenceChunk {
+  SequenceState* seq = nullptr;
+  std::vector<int32_t> tokens;  // processed at positions seq->num_tokens ...
+};
+
+// Decisions recorded for comparison with the reference (golden checks, debugging).
+struct ForwardTrace {
+  std::map<int, std::vector<int32_t>> moe_experts;  // layer -> [rows, topk]
+  std::map<int, std::vector<float>> moe_weights;    // layer -> [rows, topk]
+  std::map<int, std::vector<std::vector<int32_t>>> selections;  // index source -> per row
+  std::map<int, std::vector<std::vector<int32_t>>> candidate_blocks;  // candidate source -> per row
+};
+
+struct ForwardContext {
+  StatePool* pool = nullptr;
+  std::vector<SequenceChunk> chunks;
+  // Per row (rows are the chunks' tokens, concatenated in chunk order).
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> positions;
+  std::vector<int32_t> row_chunk;
+  std::vector<int64_t> chunk_row_begin;  // first row of each chunk
+  int64_t num_rows = 0;
+  // Engram hash rows per engram layer: layer -> [rows, n_cols].
+  std::map<int, std::vector<int64_t>> engram_hashes;
+  // Published within the call: index source layer -> per row, the selected compressed entries in
+  // ascending order; candidate blocks per row from the candidate source.
+  std::map<int, std::vector<std::vector<int32_t>>> selections;
+  std::vector<std::vector<int32_t>> candidate_blocks;
+  // DSpark input: the mean over hc copies of each target layer's block input, [rows, n_t * dim].
+  std::vector<float> main_hidden;
+  ForwardTrace* trace = nullptr;
+};
+
+}  // namespace di::model

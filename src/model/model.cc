@@ -1,0 +1,232 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "model/engram_hasher.h"
+#include "model/engram_token_map.h"
+#include "model/rope_tables.h"
+#include "tensor/numeric.h"
+#include "util/check.h"
+
+namespace di::model {
+
+Model::~Model() = default;
+
+Expected<std::unique_ptr<Model>> Model::load(const std::string& dir, const backend::Ops& ops) {
+  std::unique_ptr<Model> m(new Model());
+  DI_ASSIGN_OR_RETURN(m->config_, load_model_config(dir + "/config.json"));
+  DI_ASSIGN_OR_RETURN(auto ckpt, weights::Checkpoint::open_dir(dir));
+  m->checkpoint_ = std::make_unique<weights::Checkpoint>(std::move(ckpt));
+  DI_ASSIGN_OR_RETURN(m->weights_, bind_model_weights(m->config_, *m->checkpoint_));
+  m->ops_ = &ops;
+  for (int l = 0; l < m->config_.num_total_layers(); ++l) {
+    m->rope_.push_back(rope_table_for_layer(m->config_, l));
+  }
+  if (!m->config_.engram_layer_ids.empty()) {
+    DI_ASSIGN_OR_RETURN(m->token_map_,
+                        engram_token_map_for_checkpoint(m->config_, dir + "/tokenizer.json"));
+    DI_ASSIGN_OR_RETURN(EngramTables tables, derive_engram_tables(m->config_));
+    m->hasher_ = std::make_unique<EngramHasher>(m->config_, std::move(tables), m->token_map_);
+  }
+  return m;
+}
+
+Status Model::begin_forward(ForwardContext& ctx) const {
+  if (!ctx.pool) return invalid_argument("forward: no state pool");
+  ctx.tokens.clear();
+  ctx.positions.clear();
+  ctx.row_chunk.clear();
+  ctx.chunk_row_begin.clear();
+  for (size_t c = 0; c < ctx.chunks.size(); ++c) {
+    const SequenceChunk& ch = ctx.chunks[c];
+    if (!ch.seq || ch.seq->slot < 0) return invalid_argument("forward: chunk without a live sequence");
+    for (size_t d = 0; d < c; ++d) {
+      if (ctx.chunks[d].seq == ch.seq) return invalid_argument("forward: a sequence appears twice");
+    }
+    for (int32_t t : ch.tokens) {
+      if (t < 0 || t >= config_.vocab_size) {
+        return invalid_argument("forward: token id " + std::to_string(t) + " outside [0, " +
+                                std::to_string(config_.vocab_size) + ")");
+      }
+    }
+    DI_RETURN_IF_ERROR(ctx.pool->reserve(*ch.seq, static_cast<int64_t>(ch.tokens.size())));
+    ctx.chunk_row_begin.push_back(static_cast<int64_t>(ctx.tokens.size()));
+    for (size_t i = 0; i < ch.tokens.size(); ++i) {
+      ctx.tokens.push_back(ch.tokens[i]);
+      ctx.positions.push_back(ch.seq->num_tokens + static_cast<int64_t>(i));
+      ctx.row_chunk.push_back(static_cast<int32_t>(c));
+    }
+  }
+  ctx.num_rows = static_cast<int64_t>(ctx.tokens.size());
+  ctx.selections.clear();
+  ctx.candidate_blocks.assign(static_cast<size_t>(ctx.num_rows), {});
+  ctx.engram_hashes.clear();
+  if (hasher_) {
+    const int cols = hasher_->num_columns();
+    const size_t n_layers = config_.engram_layer_ids.size();
+    std::vector<int64_t> all(static_cast<size_t>(ctx.num_rows) * n_layers * cols);
+    for (size_t c = 0; c < ctx.chunks.size(); ++c) {
+      const auto& ch = ctx.chunks[c];
+      std::vector<int64_t> history = ch.seq->engram_history;  // committed in end_forward
+      hasher_->hash(ch.tokens, history,
+                    std::span<int64_t>(all).subspan(static_cast<size_t>(ctx.chunk_row_begin[c]) *
+                                                        n_layers * cols,
+                                                    ch.tokens.size() * n_layers * cols));
+    }
+    for (size_t l = 0; l < n_layers; ++l) {
+      auto& h = ctx.engram_hashes[config_.engram_layer_ids[l]];
+      h.resize(static_cast<size_t>(ctx.num_rows) * cols);
+      for (int64_t r = 0; r < ctx.num_rows; ++r) {
+        std::copy_n(all.begin() + (r * static_cast<int64_t>(n_layers) + static_cast<int64_t>(l)) * cols,
+                    cols, h.begin() + r * cols);
+      }
+    }
+  }
+  if (config_.has_dspark()) {
+    ctx.main_hidden.assign(static_cast<size_t>(ctx.num_rows) * config_.dspark_target_layer_ids.size() *
+                               config_.dim,
+                           0.0f);
+  }
+  return Status();
+}
+
+void Model::embed(const ForwardContext& ctx, RowsView x) const {
+  const int64_t dim = config_.dim;
+  const uint16_t* table = reinterpret_cast<const uint16_t*>(weights_.embed.data);
+  for (int64_t r = 0; r < ctx.num_rows; ++r) {
+    const uint16_t* e = table + static_cast<int64_t>(ctx.tokens[static_cast<size_t>(r)]) * dim;
+    for (int k = 0; k < config_.hc_mult; ++k) {
+      float* dst = x.row(r) + k * dim;
+      for (int64_t d = 0; d < dim; ++d) dst[d] = bf16_to_float(e[d]);
+    }
+  }
+}
+
+void Model::apply_engram(int layer, const ForwardContext& ctx, RowsView x) const {
+  const EngramWeights& e = *weights_.layers[static_cast<size_t>(layer)].engram;
+  const int cols = hasher_->num_columns();
+  const int64_t hd = config_.engram_head_dim;
+  const auto& hashes = ctx.engram_hashes.at(layer);
+  std::vector<float> emb(static_cast<size_t>(ctx.num_rows * cols * hd));
+  const float* e4m3 = e4m3_table();
+  for (int64_t r = 0; r < ctx.num_rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      const int64_t row = hashes[static_cast<size_t>(r * cols + c)];
+      float* dst = emb.data() + (r * cols + c) * hd;
+      for (int64_t d = 0; d < hd; ++d) {
+        const float s = e8m0_to_float(e.table_scale[row * (hd / 32) + d / 32]);
+        dst[d] = round_bf16(e4m3[e.table[row * hd + d]] * s);
+      }
+    }
+  }
+  const int64_t kv_width = static_cast<int64_t>(config_.hc_mult + 1) * config_.dim;
+  std::vector<float> kv(static_cast<size_t>(ctx.num_rows * kv_width));
+  ops_->linear(ConstRowsView(emb.data(), ctx.num_rows, cols * hd), e.wkv,
+               RowsView{kv.data(), ctx.num_rows, kv_width}, true);
+  ops_->engram_gate(x, ConstRowsView(kv.data(), ctx.num_rows, kv_width), e.qk_weight.data(),
+                    config_.hc_mult, config_.norm_eps);
+}
+
+void Model::run_block(int layer, ForwardContext& ctx, RowsView x, std::vector<float>& pre_mix) const {
+  const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
+  const int hc = config_.hc_mult;
+  const int64_t T = ctx.num_rows, dim = config_.dim;
+  std::vector<backend::HcCoefficients> attn_c(static_cast<size_t>(T)), ffn_c(static_cast<size_t>(T));
+  std::vector<float> u(static_cast<size_t>(T * dim)), y(static_cast<size_t>(T * dim));
+  std::vector<float> next(x.data, x.data + T * x.cols);
+  RowsView u_view{u.data(), T, dim}, y_view{y.data(), T, dim};
+
+  // attention site: mixes from the stream, collapse with the previous site's pre
+  ops_->hc_mixes(x, w.hc_attn.fn.data(), w.hc_attn.scale.data(), w.hc_attn.base.data(), hc,
+                 config_.hc_sinkhorn_iters, config_.hc_eps, config_.norm_eps, attn_c.data());
+  ops_->hc_collapse(x, pre_mix.data(), hc, u_view);
+  ops_->rms_norm(u_view, w.attn_norm.data(), config_.norm_eps, u_view);
+  attention(layer, ctx, u_view, y_view);
+  ops_->hc_expand(y_view, x, attn_c.data(), hc, RowsView{next.data(), T, x.cols});
+  std::copy(next.begin(), next.end(), x.data);
+
+  // FFN site: collapse with the attention site's pre
+  std::vector<float> attn_pre(static_cast<size_t>(T * hc));
+  for (int64_t r = 0; r < T; ++r) std::copy_n(attn_c[static_cast<size_t>(r)].pre, hc, attn_pre.begin() + r * hc);
+  ops_->hc_mixes(x, w.hc_ffn.fn.data(), w.hc_ffn.scale.data(), w.hc_ffn.base.data(), hc,
+                 config_.hc_sinkhorn_iters, config_.hc_eps, config_.norm_eps, ffn_c.data());
+  ops_->hc_collapse(x, attn_pre.data(), hc, u_view);
+  ops_->rms_norm(u_view, w.ffn_norm.data(), config_.norm_eps, u_view);
+  moe(layer, &ctx, u_view, y_view);
+  ops_->hc_expand(y_view, x, ffn_c.data(), hc, RowsView{next.data(), T, x.cols});
+  std::copy(next.begin(), next.end(), x.data);
+  pre_mix.resize(static_cast<size_t>(T * hc));
+  for (int64_t r = 0; r < T; ++r) std::copy_n(ffn_c[static_cast<size_t>(r)].pre, hc, pre_mix.begin() + r * hc);
+}
+
+void Model::final_logits(ConstRowsView x, const std::vector<float>& pre_mix,
+                         const std::vector<int64_t>& rows, std::vector<float>& logits,
+                         std::vector<float>* final_hidden) const {
+  const int64_t n = static_cast<int64_t>(rows.size()), dim = config_.dim;
+  std::vector<float> xs(static_cast<size_t>(n * x.cols)), pre(static_cast<size_t>(n * config_.hc_mult));
+  for (int64_t i = 0; i < n; ++i) {
+    std::copy_n(x.row(rows[static_cast<size_t>(i)]), x.cols, xs.begin() + i * x.cols);
+    std::copy_n(pre_mix.begin() + rows[static_cast<size_t>(i)] * config_.hc_mult, config_.hc_mult,
+                pre.begin() + i * config_.hc_mult);
+  }
+  std::vector<float> h(static_cast<size_t>(n * dim)), hn(static_cast<size_t>(n * dim));
+  ops_->hc_collapse(ConstRowsView(xs.data(), n, x.cols), pre.data(), config_.hc_mult,
+                    RowsView{h.data(), n, dim});
+  if (final_hidden) *final_hidden = h;
+  ops_->rms_norm(ConstRowsView(h.data(), n, dim), weights_.norm.data(), config_.norm_eps,
+                 RowsView{hn.data(), n, dim});
+  logits.resize(static_cast<size_t>(n * config_.vocab_size));
+  ops_->linear(ConstRowsView(hn.data(), n, dim), weights_.head,
+               RowsView{logits.data(), n, config_.vocab_size}, /*round_bf16=*/false);
+}
+
+void Model::end_forward(ForwardContext& ctx) const {
+  if (config_.has_dspark()) seed_dspark(ctx);
+  for (auto& ch : ctx.chunks) {
+    if (hasher_) {
+      std::vector<int64_t> out(ch.tokens.size() * config_.engram_layer_ids.size() *
+                               static_cast<size_t>(hasher_->num_columns()));
+      hasher_->hash(ch.tokens, ch.seq->engram_history, out);
+    }
+    ch.seq->num_tokens += static_cast<int64_t>(ch.tokens.size());
+  }
+}
+
+Status Model::forward(ForwardContext& ctx, const std::vector<int64_t>& logits_rows,
+                      std::vector<float>& logits) {
+  DI_RETURN_IF_ERROR(begin_forward(ctx));
+  for (int64_t r : logits_rows) {
+    if (r < 0 || r >= ctx.num_rows) return invalid_argument("forward: logits row out of range");
+  }
+  const int64_t width = static_cast<int64_t>(config_.hc_mult) * config_.dim;
+  std::vector<float> x(static_cast<size_t>(ctx.num_rows * width));
+  RowsView xv{x.data(), ctx.num_rows, width};
+  embed(ctx, xv);
+  std::vector<float> pre_mix(static_cast<size_t>(ctx.num_rows * config_.hc_mult), 0.0f);
+  for (int64_t r = 0; r < ctx.num_rows; ++r) pre_mix[static_cast<size_t>(r * config_.hc_mult)] = 1.0f;
+  const auto& targets = config_.dspark_target_layer_ids;
+  for (int l = 0; l < config_.n_layers; ++l) {
+    if (weights_.layers[static_cast<size_t>(l)].engram) apply_engram(l, ctx, xv);
+    auto it = std::find(targets.begin(), targets.end(), l);
+    if (config_.has_dspark() && it != targets.end()) {
+      // DSpark reads the mean over copies of its target layers' block inputs (bf16).
+      const int64_t t = it - targets.begin();
+      const int64_t nt = static_cast<int64_t>(targets.size());
+      for (int64_t r = 0; r < ctx.num_rows; ++r) {
+        for (int64_t d = 0; d < config_.dim; ++d) {
+          float s = 0;
+          for (int k = 0; k < config_.hc_mult; ++k) s += xv.row(r)[k * config_.dim + d];
+          ctx.main_hidden[static_cast<size_t>((r * nt + t) * config_.dim + d)] =
+              round_bf16(s / static_cast<float>(config_.hc_mult));
+        }
+      }
+    }
+    run_block(l, ctx, xv, pre_mix);
+  }
+  final_logits(xv, pre_mix, logits_rows, logits);
+  end_forward(ctx);
+  return Status();
+}
+
+}  // namespace di::model

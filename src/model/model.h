@@ -1,0 +1,80 @@
+// DeepSeek-V4.1 text model on a backend::Ops (spec §1; reference Transformer.forward): embedding,
+// hc copies, per layer Engram -> attention site -> FFN site with single-pass mHC, final collapse,
+// norm and fp32 head; plus the DSpark draft head (reference forward_spec). Per-sequence state lives
+// in a StatePool; a forward processes any mix of prefill chunks and decode steps, and a row's
+// logits do not depend on how its sequence was chunked or what else is in the batch.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/ops.h"
+#include "model/config.h"
+#include "model/forward_context.h"
+#include "model/model_weights.h"
+#include "model/weights/checkpoint.h"
+
+namespace di::model {
+
+class EngramHasher;
+
+struct DraftResult {
+  std::vector<int32_t> tokens;      // [block_size + 1]: the input token, then the drafts
+  std::vector<float> logits;        // [block_size, vocab], Markov bias included
+  std::vector<float> confidence;    // [block_size] confidence logits
+};
+
+class Model {
+ public:
+  // Loads DIR/config.json, the safetensors checkpoint and DIR/tokenizer.json (for Engram's token
+  // map, when the model has Engram layers).
+  static Expected<std::unique_ptr<Model>> load(const std::string& dir, const backend::Ops& ops);
+  ~Model();
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+
+  // Full forward over ctx's chunks. logits_rows selects rows (of ctx) whose logits are written to
+  // `logits` ([logits_rows.size(), vocab] f32). Advances every sequence.
+  Status forward(ForwardContext& ctx, const std::vector<int64_t>& logits_rows,
+                 std::vector<float>& logits);
+
+  // The steps of forward, public so a layer can be run on recorded inputs (golden checks).
+  Status begin_forward(ForwardContext& ctx) const;   // rows, positions, pages, Engram hashes
+  void embed(const ForwardContext& ctx, RowsView x) const;  // x: [rows, hc * dim]
+  void apply_engram(int layer, const ForwardContext& ctx, RowsView x) const;
+  // One block (attention site + FFN site). pre_mix [rows, hc] is the previous site's collapse
+  // weights on entry and this block's FFN `pre` on exit.
+  void run_block(int layer, ForwardContext& ctx, RowsView x, std::vector<float>& pre_mix) const;
+  void final_logits(ConstRowsView x, const std::vector<float>& pre_mix,
+                    const std::vector<int64_t>& rows, std::vector<float>& logits,
+                    std::vector<float>* final_hidden = nullptr) const;
+  void end_forward(ForwardContext& ctx) const;  // advances positions, seeds DSpark windows
+
+  // DSpark: drafts block_size tokens after `token`, which sits at position seq.num_tokens (the
+  // next position); seq must have been advanced by forward (which seeded the draft windows).
+  Expected<DraftResult> draft(StatePool& pool, SequenceState& seq, int32_t token) const;
+
+  const std::vector<int32_t>& engram_token_map() const { return token_map_; }
+  const EngramHasher* engram_hasher() const { return hasher_.get(); }
+
+ private:
+  Model() = default;
+  void attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView out) const;
+  void compress(int layer, ForwardContext& ctx, ConstRowsView u) const;
+  void index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstRowsView qr) const;
+  void output_projection(int layer, RowsView o, RowsView out) const;
+  void moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView out) const;
+  void seed_dspark(ForwardContext& ctx) const;
+
+  ModelConfig config_;
+  const backend::Ops* ops_ = nullptr;
+  std::unique_ptr<weights::Checkpoint> checkpoint_;
+  ModelWeights weights_;
+  std::vector<backend::RopeTable> rope_;  // per layer (backbone and DSpark)
+  std::vector<int32_t> token_map_;        // Engram compressed id per token id
+  std::unique_ptr<EngramHasher> hasher_;
+};
+
+}  // namespace di::model

@@ -1,0 +1,143 @@
+#include "model/state_pool.h"
+
+#include <algorithm>
+#include <string>
+
+namespace di::model {
+
+PagedRowPool::PagedRowPool(int64_t num_pages, int rows_per_page, int width)
+    : num_pages_(num_pages),
+      rows_per_page_(rows_per_page),
+      width_(width),
+      data_(static_cast<size_t>(num_pages * rows_per_page * width), 0.0f) {
+  free_.reserve(static_cast<size_t>(num_pages));
+  for (int64_t p = num_pages - 1; p >= 0; --p) free_.push_back(static_cast<int32_t>(p));
+}
+
+std::optional<int32_t> PagedRowPool::allocate_page() {
+  if (free_.empty()) return std::nullopt;
+  int32_t p = free_.back();
+  free_.pop_back();
+  return p;
+}
+
+void PagedRowPool::free_page(int32_t page) { free_.push_back(page); }
+
+Expected<StatePool> StatePool::create(const ModelConfig& config, const StatePoolOptions& options) {
+  if (options.max_sequences <= 0 || options.max_tokens <= 0 || options.entries_per_page <= 0) {
+    return invalid_argument("state pool: max_sequences, max_tokens and entries_per_page must be > 0");
+  }
+  StatePool pool;
+  pool.config_ = config;
+  pool.options_ = options;
+  pool.num_ring_layers_ = config.num_total_layers();
+  pool.windows_.assign(static_cast<size_t>(options.max_sequences) * pool.num_ring_layers_ *
+                           config.window_size * config.head_dim,
+                       0.0f);
+  for (int s : config.kv_source_layers) {
+    const int ratio = config.compress_ratios[s];
+    // Each live sequence can waste at most one partly filled page per stream.
+    const int64_t entries = options.max_tokens / ratio;
+    const int64_t pages =
+        (entries + options.entries_per_page - 1) / options.entries_per_page + options.max_sequences;
+    pool.compressed_kv_.emplace_back(pages, options.entries_per_page, config.head_dim);
+    pool.index_keys_.emplace_back(pages, options.entries_per_page, config.index_head_dim);
+  }
+  for (int i = options.max_sequences - 1; i >= 0; --i) pool.free_slots_.push_back(i);
+  return pool;
+}
+
+Expected<SequenceState> StatePool::create_sequence() {
+  if (free_slots_.empty()) {
+    return resource_exhausted("state pool: all " + std::to_string(options_.max_sequences) +
+                              " sequence slots are in use");
+  }
+  SequenceState seq;
+  seq.slot = free_slots_.back();
+  free_slots_.pop_back();
+  seq.streams.resize(config_.kv_source_layers.size());
+  for (size_t i = 0; i < config_.kv_source_layers.size(); ++i) {
+    const int ratio = config_.compress_ratios[config_.kv_source_layers[i]];
+    if (ratio > 1) {
+      seq.streams[i].partial_kv.assign(static_cast<size_t>(ratio) * config_.head_dim, 0.0f);
+      seq.streams[i].partial_score.assign(static_cast<size_t>(ratio) * config_.head_dim, 0.0f);
+    }
+  }
+  seq.engram_history.assign(static_cast<size_t>(std::max(0, config_.engram_max_ngram_size - 1)), -1);
+  return seq;
+}
+
+void StatePool::release_sequence(SequenceState& seq) {
+  if (seq.slot < 0) return;
+  for (size_t i = 0; i < seq.streams.size(); ++i) {
+    for (int32_t p : seq.streams[i].pages) {
+      compressed_kv_[i].free_page(p);
+      index_keys_[i].free_page(p);
+    }
+    seq.streams[i].pages.clear();
+  }
+  free_slots_.push_back(seq.slot);
+  seq.slot = -1;
+}
+
+Status StatePool::reserve(SequenceState& seq, int64_t new_tokens) {
+  const int64_t end = seq.num_tokens + new_tokens;
+  if (end > config_.max_seq_len) {
+    return out_of_range("sequence of " + std::to_string(end) + " tokens exceeds max_seq_len " +
+                        std::to_string(config_.max_seq_len));
+  }
+  std::vector<int64_t> need(seq.streams.size());
+  for (size_t i = 0; i < seq.streams.size(); ++i) {
+    const int ratio = config_.compress_ratios[config_.kv_source_layers[i]];
+    const int64_t entries = end / ratio;
+    const int64_t pages = (entries + options_.entries_per_page - 1) / options_.entries_per_page;
+    need[i] = std::max<int64_t>(0, pages - static_cast<int64_t>(seq.streams[i].pages.size()));
+    if (need[i] > compressed_kv_[i].num_free_pages()) {
+      return resource_exhausted("state pool: no free compressed-KV pages for layer " +
+                                std::to_string(config_.kv_source_layers[i]));
+    }
+  }
+  for (size_t i = 0; i < seq.streams.size(); ++i) {
+    for (int64_t k = 0; k < need[i]; ++k) {
+      // Both pools allocate in lockstep, so one page id addresses both.
+      int32_t p = *compressed_kv_[i].allocate_page();
+      index_keys_[i].allocate_page();
+      seq.streams[i].pages.push_back(p);
+    }
+  }
+  return Status();
+}
+
+float* StatePool::window_row(const SequenceState& seq, int layer, int64_t position) {
+  const int64_t w = config_.window_size;
+  const int64_t idx = ((static_cast<int64_t>(seq.slot) * num_ring_layers_ + layer) * w + position % w);
+  return windows_.data() + idx * config_.head_dim;
+}
+
+float* StatePool::compressed_kv_row(SequenceState& seq, int stream, int64_t entry) {
+  const int64_t per = options_.entries_per_page;
+  return compressed_kv_[stream].row(seq.streams[stream].pages[entry / per], entry % per);
+}
+
+float* StatePool::index_key_row(SequenceState& seq, int stream, int64_t entry) {
+  const int64_t per = options_.entries_per_page;
+  return index_keys_[stream].row(seq.streams[stream].pages[entry / per], entry % per);
+}
+
+int StatePool::stream_of_layer(int kv_source_layer) const {
+  for (size_t i = 0; i < config_.kv_source_layers.size(); ++i) {
+    if (config_.kv_source_layers[i] == kv_source_layer) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int64_t StatePool::bytes() const {
+  int64_t total = static_cast<int64_t>(windows_.size()) * 4;
+  for (size_t i = 0; i < compressed_kv_.size(); ++i) {
+    total += compressed_kv_[i].num_pages() * compressed_kv_[i].rows_per_page() *
+             (config_.head_dim + config_.index_head_dim) * 4;
+  }
+  return total;
+}
+
+}  // namespace di::model

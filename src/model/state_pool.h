@@ -1,0 +1,91 @@
+// Per-sequence V4.1 state in fixed-layout pools sized once at start-up (spec §1.2-1.3): a window
+// ring of `window_size` K=V rows per layer and sequence slot, and, per KV source layer, paged
+// compressed-KV rows and index-key rows addressed by (page, offset). Nothing grows by
+// concatenation; a sequence holds page tables and small carry state (the compressor's partial
+// group, Engram look-back tokens). The engine's scheduler and prefix cache build on this layout.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "model/config.h"
+#include "util/status.h"
+
+namespace di::model {
+
+// Rows of `width` floats in pages of `rows_per_page`, with a free list.
+class PagedRowPool {
+ public:
+  PagedRowPool() = default;
+  PagedRowPool(int64_t num_pages, int rows_per_page, int width);
+  std::optional<int32_t> allocate_page();
+  void free_page(int32_t page);
+  float* row(int32_t page, int64_t offset) {
+    return data_.data() + (static_cast<int64_t>(page) * rows_per_page_ + offset) * width_;
+  }
+  int rows_per_page() const { return rows_per_page_; }
+  int64_t num_free_pages() const { return static_cast<int64_t>(free_.size()); }
+  int64_t num_pages() const { return num_pages_; }
+
+ private:
+  int64_t num_pages_ = 0;
+  int rows_per_page_ = 0;
+  int width_ = 0;
+  std::vector<float> data_;
+  std::vector<int32_t> free_;
+};
+
+// One KV source layer's compressed entries for one sequence.
+struct CompressedStream {
+  std::vector<int32_t> pages;  // shared page ids for the compressed-KV and index-key pools
+  int64_t num_entries = 0;
+  // The pending partial group of a ratio > 1 compressor: [ratio, head_dim] each (fp32).
+  std::vector<float> partial_kv;
+  std::vector<float> partial_score;
+};
+
+struct SequenceState {
+  int32_t slot = -1;       // window-ring slot
+  int64_t num_tokens = 0;  // positions already processed
+  std::vector<CompressedStream> streams;  // one per config.kv_source_layers entry
+  // Engram look-back: the compressed ids of the last (max_ngram - 1) tokens, oldest first
+  // (-1: no token / dead).
+  std::vector<int64_t> engram_history;
+};
+
+struct StatePoolOptions {
+  int max_sequences = 4;
+  int64_t max_tokens = 16384;  // total positions across live sequences (sizes the page pools)
+  int entries_per_page = 64;
+};
+
+class StatePool {
+ public:
+  static Expected<StatePool> create(const ModelConfig& config, const StatePoolOptions& options);
+
+  // A fresh, empty sequence, or kResourceExhausted when every slot is taken.
+  Expected<SequenceState> create_sequence();
+  void release_sequence(SequenceState& seq);
+  // Allocates the pages `new_tokens` more positions need; nothing changes on failure.
+  Status reserve(SequenceState& seq, int64_t new_tokens);
+
+  float* window_row(const SequenceState& seq, int layer, int64_t position);
+  float* compressed_kv_row(SequenceState& seq, int stream, int64_t entry);
+  float* index_key_row(SequenceState& seq, int stream, int64_t entry);
+  int stream_of_layer(int kv_source_layer) const;
+
+  int64_t bytes() const;
+  int max_sequences() const { return options_.max_sequences; }
+
+ private:
+  ModelConfig config_;
+  StatePoolOptions options_;
+  int num_ring_layers_ = 0;
+  std::vector<float> windows_;  // [max_sequences, num_ring_layers, window_size, head_dim]
+  std::vector<PagedRowPool> compressed_kv_;  // per stream: rows of head_dim
+  std::vector<PagedRowPool> index_keys_;     // per stream: rows of index_head_dim
+  std::vector<int32_t> free_slots_;
+};
+
+}  // namespace di::model
