@@ -83,8 +83,9 @@ Status NgramHasher::hash(std::span<const int32_t> compressed,
   const std::size_t base = history.recent.size();
 
   std::vector<int64_t> shifted(static_cast<std::size_t>(max_ngram_size_));
-  const int32_t n_layers_i = n_layers();
-  const int32_t buckets = buckets_per_layer();
+  const std::size_t n_layers = multipliers_.size();
+  const std::size_t heads = static_cast<std::size_t>(n_heads_);
+  const std::size_t buckets = static_cast<std::size_t>(buckets_per_layer());
   for (std::size_t t = 0; t < compressed.size(); ++t) {
     const std::size_t at = base + t;  // index of the current token in `window`
     bool blocked = false;
@@ -93,18 +94,17 @@ Status NgramHasher::hash(std::span<const int32_t> compressed,
       shifted[s] = blocked ? pad_ : window[at - s];
     }
     int64_t* row = out.data() + t * per_pos;
-    for (int32_t l = 0; l < n_layers_i; ++l) {
-      const std::vector<int64_t>& mult = multipliers_[static_cast<std::size_t>(l)];
-      const std::vector<int64_t>& primes = primes_[static_cast<std::size_t>(l)];
-      const std::vector<int64_t>& offsets = offsets_[static_cast<std::size_t>(l)];
+    for (std::size_t l = 0; l < n_layers; ++l) {
+      const std::vector<int64_t>& mult = multipliers_[l];
+      const std::vector<int64_t>& primes = primes_[l];
+      const std::vector<int64_t>& offsets = offsets_[l];
+      int64_t* layer_row = row + l * buckets;
       int64_t rolling = wrapping_mul(shifted[0], mult[0]);
-      for (int32_t i = 1; i < max_ngram_size_; ++i) {
-        rolling ^=
-            wrapping_mul(shifted[static_cast<std::size_t>(i)], mult[static_cast<std::size_t>(i)]);
-        for (int32_t h = 0; h < n_heads_; ++h) {
-          const std::size_t k = static_cast<std::size_t>((i - 1) * n_heads_ + h);
-          row[static_cast<std::size_t>(l * buckets) + k] =
-              floor_mod(rolling, primes[k]) + offsets[k];
+      for (std::size_t i = 1; i < shifted.size(); ++i) {
+        rolling ^= wrapping_mul(shifted[i], mult[i]);
+        for (std::size_t h = 0; h < heads; ++h) {
+          const std::size_t k = (i - 1) * heads + h;
+          layer_row[k] = floor_mod(rolling, primes[k]) + offsets[k];
         }
       }
     }
