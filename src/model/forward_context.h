@@ -36,6 +36,7 @@ struct ForwardContext {
   int64_t num_rows = 0;
   // Engram hash rows per engram layer: layer -> [rows, n_cols].
   std::map<int, std::vector<int64_t>> engram_hashes;
+  std::vector<engram::NgramHistory> engram_next_history;  // per chunk, committed by end_forward
   // Published within the call: index source layer -> per row, the selected compressed entries in
   // ascending order; candidate blocks per row from the candidate source.
   std::map<int, std::vector<std::vector<int32_t>>> selections;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "model/engram_hasher.h"
-#include "model/engram_token_map.h"
+#include "model/engram/multipliers.h"
+#include "model/engram/token_map.h"
 #include "model/rope_tables.h"
 #include "tensor/numeric.h"
 #include "util/check.h"
@@ -23,13 +23,48 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& dir, const backe
   for (int l = 0; l < m->config_.num_total_layers(); ++l) {
     m->rope_.push_back(rope_table_for_layer(m->config_, l));
   }
-  if (!m->config_.engram_layer_ids.empty()) {
-    DI_ASSIGN_OR_RETURN(m->token_map_,
-                        engram_token_map_for_checkpoint(m->config_, dir + "/tokenizer.json"));
-    DI_ASSIGN_OR_RETURN(EngramTables tables, derive_engram_tables(m->config_));
-    m->hasher_ = std::make_unique<EngramHasher>(m->config_, std::move(tables), m->token_map_);
-  }
+  if (!m->config_.engram_layer_ids.empty()) DI_RETURN_IF_ERROR(m->init_engram(dir));
   return m;
+}
+
+Status Model::init_engram(const std::string& dir) {
+  const ModelConfig& c = config_;
+  // The reference derives the compressed token map from the checkpoint's tokenizer; every hash
+  // multiplier depends on its size, so a mismatch must stop the load.
+  DI_ASSIGN_OR_RETURN(engram::CompressedTokenMap map,
+                      engram::build_compressed_token_map_from_file(dir + "/tokenizer.json"));
+  if (map.num_classes != c.engram_compressed_vocab_size) {
+    return invalid_argument(dir + "/tokenizer.json: its compressed Engram vocabulary has " +
+                            std::to_string(map.num_classes) +
+                            " classes but config.json says engram_compressed_vocab_size = " +
+                            std::to_string(c.engram_compressed_vocab_size));
+  }
+  if (static_cast<int64_t>(map.lookup.size()) < c.vocab_size) {
+    map.lookup.resize(static_cast<size_t>(c.vocab_size), map.lookup.empty() ? 0 : map.lookup[0]);
+  }
+  token_map_ = std::move(map.lookup);
+  engram::EngramLayoutConfig lc;
+  lc.layer_ids.assign(c.engram_layer_ids.begin(), c.engram_layer_ids.end());
+  lc.max_ngram_size = c.engram_max_ngram_size;
+  lc.n_heads = c.engram_n_heads;
+  lc.vocab_size = c.engram_vocab_size;
+  DI_ASSIGN_OR_RETURN(engram::EngramLayout layout, engram::EngramLayout::from_config(lc));
+  for (size_t i = 0; i < layout.table_rows.size(); ++i) {
+    if (layout.table_rows[i] != c.engram_num_embeddings[i]) {
+      return invalid_argument("config: engram_num_embeddings[" + std::to_string(i) + "] = " +
+                              std::to_string(c.engram_num_embeddings[i]) +
+                              " but the prime layout gives " + std::to_string(layout.table_rows[i]));
+    }
+  }
+  DI_ASSIGN_OR_RETURN(auto multipliers,
+                      engram::hash_multipliers_for_layers(lc.layer_ids, lc.max_ngram_size,
+                                                          c.engram_compressed_vocab_size));
+  const int32_t pad = token_map_[static_cast<size_t>(c.engram_pad_id)];
+  DI_ASSIGN_OR_RETURN(engram::NgramHasher hasher,
+                      engram::NgramHasher::create(layout, std::move(multipliers), pad));
+  engram_layout_ = std::make_unique<engram::EngramLayout>(std::move(layout));
+  hasher_ = std::make_unique<engram::NgramHasher>(std::move(hasher));
+  return Status();
 }
 
 Status Model::begin_forward(ForwardContext& ctx) const {
@@ -62,17 +97,22 @@ Status Model::begin_forward(ForwardContext& ctx) const {
   ctx.selections.clear();
   ctx.candidate_blocks.assign(static_cast<size_t>(ctx.num_rows), {});
   ctx.engram_hashes.clear();
+  ctx.engram_next_history.clear();
   if (hasher_) {
-    const int cols = hasher_->num_columns();
+    const int cols = hasher_->buckets_per_layer();
     const size_t n_layers = config_.engram_layer_ids.size();
     std::vector<int64_t> all(static_cast<size_t>(ctx.num_rows) * n_layers * cols);
     for (size_t c = 0; c < ctx.chunks.size(); ++c) {
       const auto& ch = ctx.chunks[c];
-      std::vector<int64_t> history = ch.seq->engram_history;  // committed in end_forward
-      hasher_->hash(ch.tokens, history,
-                    std::span<int64_t>(all).subspan(static_cast<size_t>(ctx.chunk_row_begin[c]) *
-                                                        n_layers * cols,
-                                                    ch.tokens.size() * n_layers * cols));
+      std::vector<int32_t> compressed(ch.tokens.size());
+      DI_RETURN_IF_ERROR(engram::compress_tokens(token_map_, ch.tokens, compressed));
+      engram::NgramHistory history = ch.seq->engram_history;  // committed in end_forward
+      DI_RETURN_IF_ERROR(hasher_->hash(
+          compressed, history,
+          std::span<int64_t>(all).subspan(
+              static_cast<size_t>(ctx.chunk_row_begin[c]) * n_layers * cols,
+              ch.tokens.size() * n_layers * cols)));
+      ctx.engram_next_history.push_back(std::move(history));
     }
     for (size_t l = 0; l < n_layers; ++l) {
       auto& h = ctx.engram_hashes[config_.engram_layer_ids[l]];
@@ -105,7 +145,7 @@ void Model::embed(const ForwardContext& ctx, RowsView x) const {
 
 void Model::apply_engram(int layer, const ForwardContext& ctx, RowsView x) const {
   const EngramWeights& e = *weights_.layers[static_cast<size_t>(layer)].engram;
-  const int cols = hasher_->num_columns();
+  const int cols = hasher_->buckets_per_layer();
   const int64_t hd = config_.engram_head_dim;
   const auto& hashes = ctx.engram_hashes.at(layer);
   std::vector<float> emb(static_cast<size_t>(ctx.num_rows * cols * hd));
@@ -183,12 +223,9 @@ void Model::final_logits(ConstRowsView x, const std::vector<float>& pre_mix,
 
 void Model::end_forward(ForwardContext& ctx) const {
   if (config_.has_dspark()) seed_dspark(ctx);
-  for (auto& ch : ctx.chunks) {
-    if (hasher_) {
-      std::vector<int64_t> out(ch.tokens.size() * config_.engram_layer_ids.size() *
-                               static_cast<size_t>(hasher_->num_columns()));
-      hasher_->hash(ch.tokens, ch.seq->engram_history, out);
-    }
+  for (size_t c = 0; c < ctx.chunks.size(); ++c) {
+    auto& ch = ctx.chunks[c];
+    if (hasher_) ch.seq->engram_history = ctx.engram_next_history[c];
     ch.seq->num_tokens += static_cast<int64_t>(ch.tokens.size());
   }
 }

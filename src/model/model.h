@@ -12,12 +12,13 @@
 #include "backend/ops.h"
 #include "model/config.h"
 #include "model/forward_context.h"
+#include "model/engram/layout.h"
+#include "model/engram/ngram_hasher.h"
 #include "model/model_weights.h"
 #include "model/weights/checkpoint.h"
 
 namespace di::model {
 
-class EngramHasher;
 
 struct DraftResult {
   std::vector<int32_t> tokens;      // [block_size + 1]: the input token, then the drafts
@@ -57,10 +58,11 @@ class Model {
   Expected<DraftResult> draft(StatePool& pool, SequenceState& seq, int32_t token) const;
 
   const std::vector<int32_t>& engram_token_map() const { return token_map_; }
-  const EngramHasher* engram_hasher() const { return hasher_.get(); }
+  const engram::EngramLayout* engram_layout() const { return engram_layout_.get(); }
 
  private:
   Model() = default;
+  Status init_engram(const std::string& dir);
   void attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView out) const;
   void compress(int layer, ForwardContext& ctx, ConstRowsView u) const;
   void index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstRowsView qr) const;
@@ -74,7 +76,8 @@ class Model {
   ModelWeights weights_;
   std::vector<backend::RopeTable> rope_;  // per layer (backbone and DSpark)
   std::vector<int32_t> token_map_;        // Engram compressed id per token id
-  std::unique_ptr<EngramHasher> hasher_;
+  std::unique_ptr<engram::EngramLayout> engram_layout_;
+  std::unique_ptr<engram::NgramHasher> hasher_;
 };
 
 }  // namespace di::model

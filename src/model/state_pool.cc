@@ -63,7 +63,6 @@ Expected<SequenceState> StatePool::create_sequence() {
       seq.streams[i].partial_score.assign(static_cast<size_t>(ratio) * config_.head_dim, 0.0f);
     }
   }
-  seq.engram_history.assign(static_cast<size_t>(std::max(0, config_.engram_max_ngram_size - 1)), -1);
   return seq;
 }
 

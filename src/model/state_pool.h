@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "model/engram/ngram_hasher.h"
 #include "util/status.h"
 
 namespace di::model {
@@ -49,9 +50,8 @@ struct SequenceState {
   int32_t slot = -1;       // window-ring slot
   int64_t num_tokens = 0;  // positions already processed
   std::vector<CompressedStream> streams;  // one per config.kv_source_layers entry
-  // Engram look-back: the compressed ids of the last (max_ngram - 1) tokens, oldest first
-  // (-1: no token / dead).
-  std::vector<int64_t> engram_history;
+  // Engram look-back tokens carried between calls.
+  engram::NgramHistory engram_history;
 };
 
 struct StatePoolOptions {
