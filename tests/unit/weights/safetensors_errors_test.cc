@@ -160,6 +160,15 @@ TEST_F(SafetensorsErrorsTest, EmptyTensorsAndGapsAreNotOverlaps) {
   EXPECT_EQ(f->tensors().back().name, "b");
 }
 
+// Hostile nesting must be an error, not a stack overflow in parsing or in freeing the JSON tree.
+TEST_F(SafetensorsErrorsTest, DeeplyNestedJson) {
+  constexpr size_t kDepth = 1'000'000;
+  const std::string deep = std::string(kDepth, '[') + std::string(kDepth, ']');
+  expect_error(raw_safetensors(deep, {}), StatusCode::kInvalidArgument, "");
+  expect_error(raw_safetensors(R"({"w":)" + deep + "}", {}), StatusCode::kInvalidArgument, "w");
+  expect_error(raw_safetensors(std::string(kDepth, '['), {}), StatusCode::kInvalidArgument, "");
+}
+
 TEST_F(SafetensorsErrorsTest, DuplicateTensorInHeader) {
   const std::string header = R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
                              R"("w":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})";
