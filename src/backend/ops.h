@@ -106,6 +106,27 @@ class Ops {
   // out[r, j] = bf16(post[j] * y[r] + sum_i comb[i, j] * residual[r, i]) (Block.hc_post).
   virtual void hc_expand(ConstRowsView y, ConstRowsView residual, const HcCoefficients* coeff,
                          int hc, RowsView out) const = 0;
+
+  // MoE router (reference Gate): scores = f(x . gate / temp) in fp32, experts = top-k of
+  // scores + bias (ties: lower index first), weights = their unbiased scores, normalized and scaled.
+  virtual void moe_route(ConstRowsView x, const WeightView& gate, const float* bias,
+                         const RouteParams& params, int32_t* experts /*[rows, topk]*/,
+                         float* weights /*[rows, topk]*/) const = 0;
+
+  // out = bf16(row_weight * silu(min(g, limit)) * clamp(u, -limit, limit)) (reference Expert); the
+  // clamps apply when limit > 0; row_weight may be null (1).
+  virtual void swiglu(ConstRowsView gate, ConstRowsView up, const float* row_weight, float limit,
+                      RowsView out) const = 0;
+
+  // Engram gate (reference Engram.forward after wkv): per row, kv [(hc + 1) * dim] holds hc keys
+  // and one value; x [hc * dim] is updated in place: x_k = bf16(x_k + gate_k * value).
+  virtual void engram_gate(RowsView x, ConstRowsView kv, const float* qk_weight /*[hc * dim]*/,
+                           int hc, float eps) const = 0;
+
+  // Softmax-gated pooling of `group` rows per channel (reference Compressor): out[d] =
+  // sum_i kv[i, d] * softmax_i(score[:, d]), fp32.
+  virtual void softmax_pool(const float* kv, const float* score, int group, int64_t dim,
+                            float* out) const = 0;
 };
 
 }  // namespace di::backend

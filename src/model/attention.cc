@@ -34,6 +34,10 @@ void Model::output_projection(int layer, RowsView o, RowsView out) const {
 }
 
 void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView out) const {
+  if (layer >= config_.n_layers) {
+    dspark_attention(layer, ctx, u, out);
+    return;
+  }
   const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
   const ModelConfig& c = config_;
   const int64_t T = u.rows, H = c.n_heads, D = c.head_dim, rd = c.rope_head_dim;

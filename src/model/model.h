@@ -55,7 +55,10 @@ class Model {
 
   // DSpark: drafts block_size tokens after `token`, which sits at position seq.num_tokens (the
   // next position); seq must have been advanced by forward (which seeded the draft windows).
-  Expected<DraftResult> draft(StatePool& pool, SequenceState& seq, int32_t token) const;
+  // `markov_tokens`, when given (block_size - 1 ids), replaces the drafted tokens as inputs of the
+  // Markov head (teacher forcing, to score a known draft); the drafts are still reported.
+  Expected<DraftResult> draft(StatePool& pool, SequenceState& seq, int32_t token,
+                              std::span<const int32_t> markov_tokens = {}) const;
 
   const std::vector<int32_t>& engram_token_map() const { return token_map_; }
   const engram::EngramLayout* engram_layout() const { return engram_layout_.get(); }
@@ -69,6 +72,7 @@ class Model {
   void output_projection(int layer, RowsView o, RowsView out) const;
   void moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView out) const;
   void seed_dspark(ForwardContext& ctx) const;
+  void dspark_attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView out) const;
 
   ModelConfig config_;
   const backend::Ops* ops_ = nullptr;

@@ -159,7 +159,9 @@ Status bind_attention(const Binder& b, const ModelConfig& c, int layer, const st
   const int ratio = c.compress_ratios[layer];
   if (c.is_kv_source(layer)) {
     DI_ASSIGN_OR_RETURN(a.comp_wkv, b.dense(p + "compressor.wkv", hd, dim));
-    if (ratio > 1) DI_ASSIGN_OR_RETURN(a.comp_wgate, b.dense(p + "compressor.wgate", hd, dim));
+    if (ratio > 1) {
+      DI_ASSIGN_OR_RETURN(a.comp_wgate, b.dense(p + "compressor.wgate", hd, dim));
+    }
     DI_ASSIGN_OR_RETURN(a.comp_norm, b.floats(p + "compressor.norm.weight", {hd}, DType::kBF16));
     DI_ASSIGN_OR_RETURN(a.idx_wk, b.dense(p + "indexer.wk", c.index_head_dim, hd));
     DI_ASSIGN_OR_RETURN(a.idx_k_norm,

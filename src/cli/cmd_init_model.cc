@@ -1,0 +1,5 @@
+#include <cstdio>
+#include "cli/commands.h"
+namespace di::cli {
+int run_init_model_command(int, char**) { std::fprintf(stderr, "not yet\n"); return 2; }
+}  // namespace di::cli

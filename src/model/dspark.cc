@@ -1,0 +1,151 @@
+// The DSpark draft head (spec §1.7; reference DSparkBlock, DSparkAttention, forward_spec): each
+// forward seeds every draft layer's window with keys made from the target's hidden states; a
+// draft runs a block of [token, noise x (block-1)] through the draft layers, attending the window
+// (in slot order) and the whole block bidirectionally, then drafts greedily with a Markov bias.
+#include <algorithm>
+#include <cmath>
+
+#include "model/model.h"
+#include "tensor/numeric.h"
+
+namespace di::model {
+
+void Model::seed_dspark(ForwardContext& ctx) const {
+  const ModelConfig& c = config_;
+  const int64_t T = ctx.num_rows, dim = c.dim, D = c.head_dim, win = c.window_size;
+  const int64_t nt = static_cast<int64_t>(c.dspark_target_layer_ids.size());
+  std::vector<float> main_x(static_cast<size_t>(T * dim)), kv(static_cast<size_t>(T * D));
+  RowsView mx{main_x.data(), T, dim}, kv_v{kv.data(), T, D};
+  ops_->linear(ConstRowsView(ctx.main_hidden.data(), T, nt * dim), weights_.dspark.main_proj, mx, true);
+  ops_->rms_norm(mx, weights_.dspark.main_norm.data(), c.norm_eps, mx);
+  for (int layer = c.n_layers; layer < c.num_total_layers(); ++layer) {
+    const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
+    ops_->linear(mx, a.wkv, kv_v, true);
+    ops_->rms_norm(kv_v, a.kv_norm.data(), c.norm_eps, kv_v);
+    ops_->rope(kv_v, 1, static_cast<int>(D), static_cast<int>(D - c.rope_head_dim),
+               ctx.positions.data(), rope_[static_cast<size_t>(layer)], false);
+    ops_->fake_quant_fp8(kv_v, 32);
+    for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
+      SequenceState& seq = *ctx.chunks[ch].seq;
+      const int64_t n = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
+      for (int64_t i = std::max<int64_t>(0, n - win); i < n; ++i) {
+        std::copy_n(kv_v.row(ctx.chunk_row_begin[ch] + i), D,
+                    ctx.pool->window_row(seq, layer, seq.num_tokens + i));
+      }
+    }
+  }
+}
+
+void Model::dspark_attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView out) const {
+  const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
+  const ModelConfig& c = config_;
+  const int64_t T = u.rows, H = c.n_heads, D = c.head_dim, rd = c.rope_head_dim;
+  const auto& rope = rope_[static_cast<size_t>(layer)];
+  SequenceState& seq = *ctx.chunks[0].seq;
+
+  std::vector<float> qr(static_cast<size_t>(T * c.q_lora_rank)), q(static_cast<size_t>(T * H * D));
+  RowsView qr_v{qr.data(), T, c.q_lora_rank}, q_v{q.data(), T, H * D};
+  ops_->linear(u, a.wq_a, qr_v, true);
+  ops_->rms_norm(qr_v, a.q_norm.data(), c.norm_eps, qr_v);
+  ops_->linear(qr_v, a.wq_b, q_v, true);
+  ops_->rope(q_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
+             ctx.positions.data(), rope, false);
+  std::vector<float> kv(static_cast<size_t>(T * D));
+  RowsView kv_v{kv.data(), T, D};
+  ops_->linear(u, a.wkv, kv_v, true);
+  ops_->rms_norm(kv_v, a.kv_norm.data(), c.norm_eps, kv_v);
+  ops_->rope(kv_v, 1, static_cast<int>(D), static_cast<int>(D - rd), ctx.positions.data(), rope,
+             false);
+  ops_->fake_quant_fp8(kv_v, 32);
+
+  // Ring slots 0 .. min(window, filled) - 1 in slot order, then the whole block.
+  const int64_t ring = std::min<int64_t>(c.window_size, seq.num_tokens);
+  const int64_t n_keys = ring + T;
+  std::vector<const float*> keys(static_cast<size_t>(T * n_keys));
+  for (int64_t r = 0; r < T; ++r) {
+    for (int64_t s = 0; s < ring; ++s) keys[static_cast<size_t>(r * n_keys + s)] = ctx.pool->window_row(seq, layer, s);
+    for (int64_t b = 0; b < T; ++b) keys[static_cast<size_t>(r * n_keys + ring + b)] = kv_v.row(b);
+  }
+  std::vector<float> o(static_cast<size_t>(T * H * D));
+  backend::SparseAttentionArgs args;
+  args.q = q.data();
+  args.num_queries = T;
+  args.num_heads = static_cast<int>(H);
+  args.head_dim = static_cast<int>(D);
+  args.keys = keys.data();
+  args.num_keys = n_keys;
+  args.sink = a.attn_sink.data();
+  args.softmax_scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
+  args.out = o.data();
+  ops_->sparse_attention(args);
+  RowsView o_v{o.data(), T, H * D};
+  ops_->rope(o_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
+             ctx.positions.data(), rope, true);
+  output_projection(layer, o_v, out);
+}
+
+Expected<DraftResult> Model::draft(StatePool& pool, SequenceState& seq, int32_t token,
+                                   std::span<const int32_t> markov_tokens) const {
+  const ModelConfig& c = config_;
+  if (!c.has_dspark()) return unimplemented("draft: this model has no DSpark layers");
+  if (seq.num_tokens == 0) return invalid_argument("draft: the sequence has no context yet");
+  if (token < 0 || token >= c.vocab_size) return invalid_argument("draft: token out of range");
+  if (!markov_tokens.empty() &&
+      static_cast<int>(markov_tokens.size()) != c.dspark_block_size - 1) {
+    return invalid_argument("draft: markov_tokens needs block_size - 1 ids");
+  }
+  for (int32_t t : markov_tokens) {
+    if (t < 0 || t >= c.vocab_size) return invalid_argument("draft: markov token out of range");
+  }
+  const int64_t B = c.dspark_block_size, dim = c.dim, V = c.vocab_size, hc = c.hc_mult;
+  ForwardContext ctx;
+  ctx.pool = &pool;
+  ctx.chunks.push_back({&seq, {}});
+  ctx.chunks[0].tokens.assign(static_cast<size_t>(B), c.dspark_noise_token_id);
+  ctx.chunks[0].tokens[0] = token;
+  ctx.tokens = ctx.chunks[0].tokens;
+  ctx.num_rows = B;
+  ctx.chunk_row_begin = {0};
+  ctx.row_chunk.assign(static_cast<size_t>(B), 0);
+  for (int64_t i = 0; i < B; ++i) ctx.positions.push_back(seq.num_tokens + i);
+
+  std::vector<float> x(static_cast<size_t>(B * hc * dim));
+  RowsView xv{x.data(), B, hc * dim};
+  embed(ctx, xv);
+  std::vector<float> pre_mix(static_cast<size_t>(B * hc), 0.0f);
+  for (int64_t r = 0; r < B; ++r) pre_mix[static_cast<size_t>(r * hc)] = 1.0f;
+  for (int layer = c.n_layers; layer < c.num_total_layers(); ++layer) run_block(layer, ctx, xv, pre_mix);
+
+  std::vector<float> h(static_cast<size_t>(B * dim)), hn(static_cast<size_t>(B * dim));
+  ops_->hc_collapse(xv, pre_mix.data(), static_cast<int>(hc), RowsView{h.data(), B, dim});
+  ops_->rms_norm(ConstRowsView(h.data(), B, dim), weights_.dspark.norm.data(), c.norm_eps,
+                 RowsView{hn.data(), B, dim});
+  DraftResult result;
+  result.logits.resize(static_cast<size_t>(B * V));
+  ops_->linear(ConstRowsView(hn.data(), B, dim), weights_.head, RowsView{result.logits.data(), B, V}, false);
+
+  const int64_t rank = c.dspark_markov_rank;
+  const uint16_t* markov = reinterpret_cast<const uint16_t*>(weights_.dspark.markov_embed.data);
+  std::vector<float> embed_row(static_cast<size_t>(rank)), bias(static_cast<size_t>(V));
+  std::vector<float> conf_in(static_cast<size_t>(dim + rank));
+  result.tokens.push_back(token);
+  for (int64_t i = 0; i < B; ++i) {
+    const int32_t prev = (i > 0 && !markov_tokens.empty()) ? markov_tokens[static_cast<size_t>(i - 1)]
+                                                           : result.tokens.back();
+    for (int64_t d = 0; d < rank; ++d) embed_row[static_cast<size_t>(d)] = bf16_to_float(markov[prev * rank + d]);
+    ops_->linear(ConstRowsView(embed_row.data(), 1, rank), weights_.dspark.markov_head,
+                 RowsView{bias.data(), 1, V}, false);
+    float* row = result.logits.data() + i * V;
+    for (int64_t v = 0; v < V; ++v) row[v] += bias[static_cast<size_t>(v)];
+    result.tokens.push_back(static_cast<int32_t>(std::max_element(row, row + V) - row));
+    std::copy_n(h.begin() + i * dim, dim, conf_in.begin());
+    std::copy(embed_row.begin(), embed_row.end(), conf_in.begin() + dim);
+    float conf = 0;
+    ops_->linear(ConstRowsView(conf_in.data(), 1, dim + rank), weights_.dspark.confidence_proj,
+                 RowsView{&conf, 1, 1}, false);
+    result.confidence.push_back(conf);
+  }
+  return result;
+}
+
+}  // namespace di::model

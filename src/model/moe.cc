@@ -1,0 +1,86 @@
+// The MoE FFN of every layer (spec §1.5; reference Gate, Expert, MoE): sqrt-softplus routing with
+// a selection-only bias, clamped SwiGLU experts with the routing weight applied before w2, FP4
+// routed experts and an FP8 shared expert, summed in fp32 in expert order.
+#include <algorithm>
+
+#include "model/model.h"
+#include "tensor/numeric.h"
+
+namespace di::model {
+
+namespace {
+
+backend::ScoreFunc score_func(const std::string& name) {
+  if (name == "sigmoid") return backend::ScoreFunc::kSigmoid;
+  if (name == "softmax") return backend::ScoreFunc::kSoftmax;
+  return backend::ScoreFunc::kSqrtSoftplus;
+}
+
+// y = w2(swiglu(w1 x, w3 x) * weight) for the rows of x (bf16 out).
+void run_expert(const backend::Ops& ops, const ExpertWeights& e, ConstRowsView x,
+                const float* row_weight, float limit, RowsView y) {
+  const int64_t n = x.rows, inter = e.w1.out_features;
+  std::vector<float> g(static_cast<size_t>(n * inter)), u(static_cast<size_t>(n * inter));
+  RowsView gv{g.data(), n, inter}, uv{u.data(), n, inter};
+  ops.linear(x, e.w1, gv, true);
+  ops.linear(x, e.w3, uv, true);
+  ops.swiglu(gv, uv, row_weight, limit, gv);
+  ops.linear(gv, e.w2, y, true);
+}
+
+}  // namespace
+
+void Model::moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView out) const {
+  const MoeWeights& m = weights_.layers[static_cast<size_t>(layer)].ffn;
+  const int64_t T = u.rows, dim = config_.dim;
+  backend::RouteParams p;
+  p.num_experts = config_.routed_experts_of(layer);
+  p.topk = config_.activated_experts_of(layer);
+  p.score_func = score_func(config_.score_func);
+  p.gate_temp = config_.gate_temp;
+  p.norm_topk_prob = config_.norm_topk_prob;
+  p.route_scale = config_.route_scale;
+  std::vector<int32_t> experts(static_cast<size_t>(T * p.topk));
+  std::vector<float> weights(static_cast<size_t>(T * p.topk));
+  ops_->moe_route(u, m.gate, m.bias.data(), p, experts.data(), weights.data());
+  if (ctx && ctx->trace) {
+    ctx->trace->moe_experts[layer] = experts;
+    ctx->trace->moe_weights[layer] = weights;
+  }
+
+  std::vector<float> acc(static_cast<size_t>(T * dim), 0.0f);
+  std::vector<float> xs, ws, ys;
+  std::vector<int64_t> rows;
+  for (int e = 0; e < p.num_experts; ++e) {
+    rows.clear();
+    ws.clear();
+    for (int64_t r = 0; r < T; ++r) {
+      for (int k = 0; k < p.topk; ++k) {
+        if (experts[static_cast<size_t>(r * p.topk + k)] == e) {
+          rows.push_back(r);
+          ws.push_back(weights[static_cast<size_t>(r * p.topk + k)]);
+        }
+      }
+    }
+    if (rows.empty()) continue;
+    const int64_t n = static_cast<int64_t>(rows.size());
+    xs.resize(static_cast<size_t>(n * dim));
+    ys.resize(static_cast<size_t>(n * dim));
+    for (int64_t i = 0; i < n; ++i) std::copy_n(u.row(rows[static_cast<size_t>(i)]), dim, xs.begin() + i * dim);
+    run_expert(*ops_, m.experts[static_cast<size_t>(e)], ConstRowsView(xs.data(), n, dim),
+               ws.data(), config_.swiglu_limit, RowsView{ys.data(), n, dim});
+    for (int64_t i = 0; i < n; ++i) {
+      float* a = acc.data() + rows[static_cast<size_t>(i)] * dim;
+      for (int64_t d = 0; d < dim; ++d) a[d] += ys[static_cast<size_t>(i * dim + d)];
+    }
+  }
+  ys.resize(static_cast<size_t>(T * dim));
+  run_expert(*ops_, m.shared, u, nullptr, config_.swiglu_limit, RowsView{ys.data(), T, dim});
+  for (int64_t r = 0; r < T; ++r) {
+    for (int64_t d = 0; d < dim; ++d) {
+      out.row(r)[d] = round_bf16(acc[static_cast<size_t>(r * dim + d)] + ys[static_cast<size_t>(r * dim + d)]);
+    }
+  }
+}
+
+}  // namespace di::model
