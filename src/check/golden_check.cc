@@ -1,5 +1,7 @@
 #include "check/golden_check.h"
 
+#include <algorithm>
+
 #include "check/golden_internal.h"
 #include "check/golden_metrics.h"
 #include "model/engram/multipliers.h"
@@ -30,6 +32,12 @@ Tolerances read_tolerances(const nlohmann::json& m) {
   t.argmax_agreement_min = e2e.value("full_logits_argmax_agreement_min", t.argmax_agreement_min);
   const std::string greedy = tol.value("greedy_tokens", std::string());
   t.greedy_tokens_required = greedy.find("not required") == std::string::npos;
+  const auto& spread = m.value("observed_spread", nlohmann::json::object())
+                           .value("gpu_vs_cpu_end_to_end", nlohmann::json::object())
+                           .value("dspark.logits", nlohmann::json::object());
+  t.dspark_max_abs = std::max(t.logits_max_abs, spread.value("max_abs", 0.0));
+  t.dspark_mean_abs = std::max(t.logits_mean_abs, spread.value("mean_abs", 0.0));
+  t.dspark_token_agreement_min = spread.value("argmax_agree_min", t.dspark_token_agreement_min);
   const auto& fr = m.value("fragile_thresholds", nlohmann::json::object());
   t.fragile_logit_gap = fr.value("logit_gap", t.fragile_logit_gap);
   t.fragile_moe_gap = fr.value("moe_gap", t.fragile_moe_gap);

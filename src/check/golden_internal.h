@@ -15,6 +15,9 @@ struct Tolerances {
   double engram_max_abs = 0.016;
   double logits_max_abs = 4.0, logits_mean_abs = 0.5, argmax_agreement_min = 0.85;
   bool greedy_tokens_required = true;
+  // DSpark rows: the manifest gives no tolerance; the reference's own GPU-vs-CPU spread on them
+  // (observed_spread) exceeds the end-to-end one, so the larger of the two applies.
+  double dspark_max_abs = 4.0, dspark_mean_abs = 0.5, dspark_token_agreement_min = 0.4;
   double fragile_logit_gap = 0.5, fragile_moe_gap = 0.02, fragile_index_rel_gap = 0.05,
          fragile_candidate_rel_gap = 0.05;
 };
