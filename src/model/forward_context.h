@@ -21,6 +21,8 @@ struct SequenceChunk {
 struct ForwardTrace {
   std::map<int, std::vector<int32_t>> moe_experts;  // layer -> [rows, topk]
   std::map<int, std::vector<float>> moe_weights;    // layer -> [rows, topk]
+  // layer -> [rows]: biased score of the k-th choice minus the (k+1)-th (the router's margin)
+  std::map<int, std::vector<float>> moe_gap;
   std::map<int, std::vector<std::vector<int32_t>>> selections;  // index source -> per row
   std::map<int, std::vector<std::vector<int32_t>>> candidate_blocks;  // candidate source -> per row
 };

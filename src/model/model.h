@@ -72,6 +72,8 @@ class Model {
   void output_projection(int layer, RowsView o, RowsView out) const;
   void moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView out) const;
   void seed_dspark(ForwardContext& ctx) const;
+  std::vector<float> router_margins(ConstRowsView u, const MoeWeights& m,
+                                    const backend::RouteParams& p) const;
   void dspark_attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView out) const;
 
   ModelConfig config_;

@@ -2,6 +2,8 @@
 // a selection-only bias, clamped SwiGLU experts with the routing weight applied before w2, FP4
 // routed experts and an FP8 shared expert, summed in fp32 in expert order.
 #include <algorithm>
+#include <cmath>
+#include <functional>
 
 #include "model/model.h"
 #include "tensor/numeric.h"
@@ -30,6 +32,23 @@ void run_expert(const backend::Ops& ops, const ExpertWeights& e, ConstRowsView x
 
 }  // namespace
 
+std::vector<float> Model::router_margins(ConstRowsView u, const MoeWeights& m,
+                                         const backend::RouteParams& p) const {
+  std::vector<float> raw(static_cast<size_t>(u.rows * p.num_experts)), gaps;
+  ops_->linear(u, m.gate, RowsView{raw.data(), u.rows, p.num_experts}, false);
+  for (int64_t r = 0; r < u.rows; ++r) {
+    std::vector<float> biased(static_cast<size_t>(p.num_experts));
+    for (int e = 0; e < p.num_experts; ++e) {
+      float s = raw[static_cast<size_t>(r * p.num_experts + e)] / p.gate_temp;
+      s = s > 20.0f ? std::sqrt(s) : std::sqrt(std::log1p(std::exp(s)));
+      biased[static_cast<size_t>(e)] = s + m.bias[static_cast<size_t>(e)];
+    }
+    std::sort(biased.begin(), biased.end(), std::greater<float>());
+    gaps.push_back(p.topk < p.num_experts ? biased[static_cast<size_t>(p.topk - 1)] - biased[static_cast<size_t>(p.topk)] : INFINITY);
+  }
+  return gaps;
+}
+
 void Model::moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView out) const {
   const MoeWeights& m = weights_.layers[static_cast<size_t>(layer)].ffn;
   const int64_t T = u.rows, dim = config_.dim;
@@ -46,6 +65,7 @@ void Model::moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView 
   if (ctx && ctx->trace) {
     ctx->trace->moe_experts[layer] = experts;
     ctx->trace->moe_weights[layer] = weights;
+    ctx->trace->moe_gap[layer] = router_margins(u, m, p);
   }
 
   std::vector<float> acc(static_cast<size_t>(T * dim), 0.0f);
