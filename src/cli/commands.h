@@ -4,6 +4,7 @@
 
 namespace di::cli {
 
+int run_bench_command(int argc, char** argv);
 int run_check_golden_command(int argc, char** argv);
 int run_info_command(int argc, char** argv);
 int run_init_model_command(int argc, char** argv);

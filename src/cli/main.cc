@@ -17,6 +17,7 @@ constexpr Command kCommands[] = {
     {"init-model", di::cli::run_init_model_command, "write a random-weight V4.1 checkpoint"},
     {"info", di::cli::run_info_command, "print a checkpoint's config, parameters and KV bytes"},
     {"generate", di::cli::run_generate_command, "generate tokens from a prompt"},
+    {"bench", di::cli::run_bench_command, "time prefill and decode steps"},
     {"check-golden", di::cli::run_check_golden_command,
      "compare with DeepSeek's reference outputs in a golden folder"},
 };

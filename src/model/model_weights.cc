@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "model/tensor_names.h"
 #include "tensor/numeric.h"
 
 namespace di::model {
@@ -22,9 +23,16 @@ class Binder {
   Binder(const weights::Checkpoint& ckpt, std::vector<std::shared_ptr<std::vector<uint8_t>>>& copies)
       : ckpt_(ckpt), copies_(copies) {}
 
+  // The tensor under its official name, else under its Hugging Face alias.
+  const TensorInfo* find(const std::string& name) const {
+    if (const TensorInfo* t = ckpt_.find(name)) return t;
+    const std::string alias = hf_tensor_alias(name);
+    return alias.empty() ? nullptr : ckpt_.find(alias);
+  }
+
   Expected<const TensorInfo*> get(const std::string& name, DType dtype,
                                   const std::vector<int64_t>& shape) const {
-    const TensorInfo* t = ckpt_.find(name);
+    const TensorInfo* t = find(name);
     if (!t) return not_found("checkpoint has no tensor '" + name + "'");
     if (t->dtype != dtype) {
       return invalid_argument(t->file + ": tensor '" + name + "' has dtype " +
@@ -42,7 +50,7 @@ class Binder {
   // or BF16 [out, in], chosen by the stored dtype of `prefix.weight`.
   Expected<WeightView> matrix(const std::string& prefix, int64_t out, int64_t in) const {
     const std::string wname = prefix + ".weight";
-    const TensorInfo* t = ckpt_.find(wname);
+    const TensorInfo* t = find(wname);
     if (!t) return not_found("checkpoint has no tensor '" + wname + "'");
     WeightView v;
     v.out_features = out;
@@ -110,7 +118,7 @@ class Binder {
     return out;
   }
 
-  bool has(const std::string& name) const { return ckpt_.find(name) != nullptr; }
+  bool has(const std::string& name) const { return find(name) != nullptr; }
 
  private:
   // Misaligned storage is copied once so that typed loads stay aligned.

@@ -1,0 +1,80 @@
+// deepinfer bench step --model DIR [--prompt-len P] [--decode-steps D] [--batch B] [--threads N]
+// Times the forward on the CPU backend: one prefill step over B prompts of P tokens, then D decode
+// steps of B tokens. Prints tokens/s for both phases.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <random>
+
+#include "backend/cpu/cpu_ops.h"
+#include "cli/commands.h"
+#include "model/model.h"
+
+namespace di::cli {
+
+int run_bench_command(int argc, char** argv) {
+  CLI::App app{"Benchmark the forward pass", "bench"};
+  std::string dir, what = "step";
+  int prompt_len = 128, decode_steps = 16, batch = 1;
+  unsigned threads = 0;
+  app.add_option("WHAT", what, "what to time (step)")->check(CLI::IsMember({"step"}));
+  app.add_option("--model", dir, "checkpoint folder")->required();
+  app.add_option("--prompt-len", prompt_len, "prompt tokens per sequence")->check(CLI::PositiveNumber);
+  app.add_option("--decode-steps", decode_steps, "decode steps")->check(CLI::NonNegativeNumber);
+  app.add_option("--batch", batch, "sequences per step")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "CPU threads (default: all cores)");
+  CLI11_PARSE(app, argc, argv);
+  ThreadPool pool(threads);
+  backend::CpuOps ops(pool);
+  auto model = model::Model::load(dir, ops);
+  if (!model) {
+    std::cerr << "deepinfer bench: " << model.status().to_string() << "\n";
+    return 2;
+  }
+  const auto& c = (*model)->config();
+  auto state = model::StatePool::create(
+      c, {batch, static_cast<int64_t>(batch) * (prompt_len + decode_steps + 8), 64});
+  if (!state) {
+    std::cerr << "deepinfer bench: " << state.status().to_string() << "\n";
+    return 2;
+  }
+  std::vector<model::SequenceState> seqs;
+  for (int b = 0; b < batch; ++b) seqs.push_back(state->create_sequence().value());
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<int32_t> tok(3, c.vocab_size - 1);
+  auto step = [&](int tokens_per_seq, double* seconds) -> Status {
+    model::ForwardContext ctx;
+    ctx.pool = &*state;
+    std::vector<int64_t> rows;
+    for (int b = 0; b < batch; ++b) {
+      std::vector<int32_t> t(static_cast<size_t>(tokens_per_seq));
+      for (auto& x : t) x = tok(rng);
+      ctx.chunks.push_back({&seqs[static_cast<size_t>(b)], t});
+      rows.push_back(static_cast<int64_t>(b + 1) * tokens_per_seq - 1);
+    }
+    std::vector<float> logits;
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = (*model)->forward(ctx, rows, logits);
+    *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return s;
+  };
+  double prefill_s = 0, decode_s = 0;
+  Status s = step(prompt_len, &prefill_s);
+  for (int i = 0; s.ok() && i < decode_steps; ++i) s = step(1, &decode_s);
+  if (!s.ok()) {
+    std::cerr << "deepinfer bench: " << s.to_string() << "\n";
+    return 2;
+  }
+  std::printf("model %s: %d layers + %d DSpark, hidden %d, %d experts; CPU backend, %u threads\n",
+              dir.c_str(), c.n_layers, c.n_mtp_layers, c.dim, c.n_routed_experts, pool.num_threads());
+  std::printf("prefill: batch %d x %d tokens in %.3f s = %.1f tokens/s\n", batch, prompt_len,
+              prefill_s, batch * prompt_len / prefill_s);
+  if (decode_steps > 0) {
+    std::printf("decode:  batch %d x %d steps in %.3f s = %.2f tokens/s (%.1f ms/step)\n", batch,
+                decode_steps, decode_s, batch * decode_steps / decode_s, 1e3 * decode_s / decode_steps);
+  }
+  return 0;
+}
+
+}  // namespace di::cli

@@ -1,0 +1,160 @@
+// Checkpoint loading: Hugging Face tensor names, errors that name the file and tensor, and
+// init-model's random checkpoints (deterministic, loadable, every layer mode).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+
+#include "backend/cpu/cpu_ops.h"
+#include "model/checkpoint_init.h"
+#include "model/model.h"
+#include "model/presets.h"
+#include "model/tensor_names.h"
+#include "model/weights/safetensors_file.h"
+#include "model/weights/safetensors_writer.h"
+
+namespace di::model {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kGolden = std::string(DI_SHARED_DIR) + "/golden/v41-mini/checkpoint";
+
+fs::path temp_dir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("di_ckpt_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+// Rewrites the golden checkpoint with every tensor renamed by `rename` (or dropped when it
+// returns ""), into `dir`.
+void rewrite_checkpoint(const fs::path& dir, const std::function<std::string(const std::string&)>& rename) {
+  auto file = weights::SafetensorsFile::open(kGolden + "/model.safetensors").value();
+  weights::SafetensorsWriter w;
+  for (const auto& t : file.tensors()) {
+    std::string name = rename(t.name);
+    if (name.empty()) continue;
+    w.add_bytes(name, t.dtype, t.shape, std::vector<uint8_t>(t.data, t.data + t.num_bytes));
+  }
+  ASSERT_TRUE(w.write((dir / "model.safetensors").string()).ok());
+  fs::copy_file(kGolden + "/config.json", dir / "config.json");
+  fs::copy_file(kGolden + "/tokenizer.json", dir / "tokenizer.json");
+}
+
+std::vector<float> prompt_logits(Model& m, const std::vector<int32_t>& prompt) {
+  auto pool = StatePool::create(m.config(), {1, 256, 16}).value();
+  auto seq = pool.create_sequence().value();
+  ForwardContext ctx;
+  ctx.pool = &pool;
+  ctx.chunks.push_back({&seq, prompt});
+  std::vector<float> logits;
+  EXPECT_TRUE(m.forward(ctx, {static_cast<int64_t>(prompt.size()) - 1}, logits).ok());
+  return logits;
+}
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  ThreadPool threads_{2};
+  backend::CpuOps ops_{threads_};
+};
+
+TEST_F(CheckpointTest, HuggingFaceNamesLoadTheSameModel) {
+  EXPECT_EQ(hf_tensor_alias("layers.3.attn.wq_a.weight"), "model.layers.3.self_attn.q_a_proj.weight");
+  EXPECT_EQ(hf_tensor_alias("layers.3.attn.wq_a.scale"), "model.layers.3.self_attn.q_a_proj.weight_scale_inv");
+  EXPECT_EQ(hf_tensor_alias("layers.1.ffn.experts.7.w2.weight"), "model.layers.1.mlp.experts.7.down_proj.weight");
+  EXPECT_EQ(hf_tensor_alias("layers.0.hc_attn_scale"), "model.layers.0.attn_hc.scale");
+  auto dir = temp_dir("hf");
+  rewrite_checkpoint(dir, [](const std::string& n) {
+    std::string a = hf_tensor_alias(n);
+    return a.empty() ? n : a;
+  });
+  auto official = Model::load(kGolden, ops_);
+  auto hf = Model::load(dir.string(), ops_);
+  ASSERT_TRUE(official.has_value()) << official.status().to_string();
+  ASSERT_TRUE(hf.has_value()) << hf.status().to_string();
+  const std::vector<int32_t> prompt = {5, 17, 300, 42, 11, 9, 77};
+  auto a = prompt_logits(**official, prompt), b = prompt_logits(**hf, prompt);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+  fs::remove_all(dir);
+}
+
+TEST_F(CheckpointTest, MissingTensorIsAnErrorNamingIt) {
+  auto dir = temp_dir("missing");
+  rewrite_checkpoint(dir, [](const std::string& n) { return n == "layers.4.attn.indexer.wk.weight" ? "" : n; });
+  auto m = Model::load(dir.string(), ops_);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_EQ(m.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(m.status().message().find("layers.4.attn.indexer.wk.weight"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_F(CheckpointTest, WrongShapeOrDtypeNamesFileAndTensor) {
+  auto dir = temp_dir("shape");
+  {
+    auto file = weights::SafetensorsFile::open(kGolden + "/model.safetensors").value();
+    weights::SafetensorsWriter w;
+    for (const auto& t : file.tensors()) {
+      auto shape = t.shape;
+      auto dtype = t.dtype;
+      if (t.name == "layers.2.attn.kv_norm.weight") dtype = weights::DType::kF32;  // BF16 expected
+      if (t.name == "layers.2.attn.kv_norm.weight") shape = {32};
+      size_t bytes = t.name == "layers.2.attn.kv_norm.weight" ? 128 : t.num_bytes;
+      w.add_bytes(t.name, dtype, shape, std::vector<uint8_t>(bytes, 0));
+    }
+    Status s = w.write((dir / "model.safetensors").string());
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    fs::copy_file(kGolden + "/config.json", dir / "config.json");
+    fs::copy_file(kGolden + "/tokenizer.json", dir / "tokenizer.json");
+  }
+  auto m = Model::load(dir.string(), ops_);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_NE(m.status().message().find("layers.2.attn.kv_norm.weight"), std::string::npos) << m.status().to_string();
+  EXPECT_NE(m.status().message().find("model.safetensors"), std::string::npos) << m.status().to_string();
+  fs::remove_all(dir);
+}
+
+TEST_F(CheckpointTest, TruncatedFileIsAnError) {
+  auto dir = temp_dir("trunc");
+  fs::copy_file(kGolden + "/config.json", dir / "config.json");
+  fs::copy_file(kGolden + "/tokenizer.json", dir / "tokenizer.json");
+  fs::copy_file(kGolden + "/model.safetensors", dir / "model.safetensors");
+  fs::resize_file(dir / "model.safetensors", fs::file_size(dir / "model.safetensors") / 2);
+  auto m = Model::load(dir.string(), ops_);
+  ASSERT_FALSE(m.has_value());
+  EXPECT_NE(m.status().message().find("model.safetensors"), std::string::npos) << m.status().to_string();
+  fs::remove_all(dir);
+}
+
+TEST_F(CheckpointTest, InitModelIsDeterministicAndLoads) {
+  auto config = preset_config("mini", {}).value();
+  auto a = temp_dir("init_a"), b = temp_dir("init_b"), c = temp_dir("init_c");
+  ASSERT_TRUE(write_random_checkpoint(config, {a.string(), 7, ""}).has_value());
+  ASSERT_TRUE(write_random_checkpoint(config, {b.string(), 7, ""}).has_value());
+  ASSERT_TRUE(write_random_checkpoint(config, {c.string(), 8, ""}).has_value());
+  auto bytes = [](const fs::path& p) {
+    std::ifstream in(p / "model.safetensors", std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(bytes(a), bytes(b));
+  EXPECT_NE(bytes(a), bytes(c));
+  auto m = Model::load(a.string(), ops_);
+  ASSERT_TRUE(m.has_value()) << m.status().to_string();
+  const auto& cfg = (*m)->config();
+  EXPECT_EQ(cfg.vocab_size, 129280);
+  for (LayerMode mode : {LayerMode::kSwa, LayerMode::kFull, LayerMode::kReuse, LayerMode::kReindex}) {
+    bool found = false;
+    for (int l = 0; l < cfg.n_layers; ++l) found = found || cfg.layer_mode(l) == mode;
+    EXPECT_TRUE(found) << layer_mode_name(mode);
+  }
+  auto logits = prompt_logits(**m, {1000, 2000, 3000, 128000, 5});
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  for (auto& d : {a, b, c}) fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace di::model
