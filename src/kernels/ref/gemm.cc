@@ -7,6 +7,23 @@
 
 namespace di::kernels {
 
+namespace {
+// Both e2m1 values of every packed byte (low nibble first), so a byte decodes with one load.
+struct Fp4PairTable {
+  float v[256][2];
+  Fp4PairTable() {
+    for (int b = 0; b < 256; ++b) {
+      v[b][0] = e2m1_to_float(static_cast<uint8_t>(b & 0xf));
+      v[b][1] = e2m1_to_float(static_cast<uint8_t>(b >> 4));
+    }
+  }
+};
+const Fp4PairTable& fp4_pairs() {
+  static const Fp4PairTable table;
+  return table;
+}
+}  // namespace
+
 void decode_weight_row(const WeightView& w, int64_t n, int64_t k_begin, int64_t count, float* out) {
   switch (w.format) {
     case WeightFormat::kFP8: {
@@ -17,16 +34,26 @@ void decode_weight_row(const WeightView& w, int64_t n, int64_t k_begin, int64_t 
     }
     case WeightFormat::kFP4: {
       const uint8_t* row = w.data + n * (w.in_features / 2);
-      for (int64_t i = 0; i < count; ++i) {
-        int64_t k = k_begin + i;
-        uint8_t byte = row[k / 2];
+      int64_t i = 0;
+      if ((k_begin & 1) == 0) {
+        const auto& pairs = fp4_pairs().v;
+        const uint8_t* bytes = row + k_begin / 2;
+        for (; i + 1 < count; i += 2) {
+          const float* p = pairs[bytes[i / 2]];
+          out[i] = p[0];
+          out[i + 1] = p[1];
+        }
+      }
+      for (; i < count; ++i) {
+        const int64_t k = k_begin + i;
+        const uint8_t byte = row[k / 2];
         out[i] = e2m1_to_float((k & 1) ? (byte >> 4) : (byte & 0xf));
       }
       break;
     }
     case WeightFormat::kBF16: {
       const uint16_t* row = reinterpret_cast<const uint16_t*>(w.data) + n * w.in_features + k_begin;
-      for (int64_t i = 0; i < count; ++i) out[i] = bf16_to_float(row[i]);
+      for (int64_t i = 0; i < count; ++i) out[i] = bits_float(static_cast<uint32_t>(row[i]) << 16);
       break;
     }
     case WeightFormat::kF32: {
@@ -55,7 +82,7 @@ void block_scaled_gemm(const QuantizedRows& a, const WeightView& w, RowsView y, 
     decode_weight_row(w, n, 0, K, wrow.data());
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (int64_t b = 0; b < num_blocks; ++b) {
-      const float ws = weight_scale(w, n, b * 32);
+      const float ws = weight_scale(w, n, b * 32);  // a power of two, exact in any order
       const float* wb = wrow.data() + b * 32;
       for (int64_t m = 0; m < a.rows; ++m) {
         float partial = dot_f32(a.values + m * K + b * 32, wb, 32);
@@ -71,6 +98,14 @@ void dense_gemm(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf1
   const int64_t K = w.in_features;
   std::vector<float> wrow(static_cast<size_t>(K));
   for (int64_t n = n_begin; n < n_end; ++n) {
+    if (w.format == WeightFormat::kBF16) {
+      const uint16_t* wb = reinterpret_cast<const uint16_t*>(w.data) + n * K;
+      for (int64_t m = 0; m < x.rows; ++m) {
+        float v = dot_f32_bf16(x.row(m), wb, K);
+        y.row(m)[n] = round_bf16 ? di::round_bf16(v) : v;
+      }
+      continue;
+    }
     const float* wr;
     if (w.format == WeightFormat::kF32) {
       wr = reinterpret_cast<const float*>(w.data) + n * K;
