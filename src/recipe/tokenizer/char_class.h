@@ -1,7 +1,8 @@
 // Per-code-point character classes used by the pre-tokenizer and the added-token matcher:
 // Unicode general-category groups (\p{L} \p{M} \p{N} \p{P} \p{S}), Oniguruma's \s, the CJK/kana
 // class of DeepSeek's second split regex and a few ASCII sets. Built once from ICU and pinned to
-// the Unicode version HuggingFace tokenizers (Oniguruma) uses, so results match the oracle.
+// what HuggingFace tokenizers (Oniguruma, Unicode 16) does: Debian 12's ICU 72 is Unicode 15, so
+// a generated override list (char_class_overrides.inc) supplies the differences.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,9 @@ class CharClassTable {
   // The process-wide table (built on first use; thread-safe initialization).
   static const CharClassTable& instance();
 
+  // The classes ICU alone gives (before the oracle overrides); for the override generator.
+  static uint16_t icu_class(char32_t cp);
+
  private:
   CharClassTable();
   uint16_t ascii_[128];
@@ -43,7 +47,8 @@ class CharClassTable {
   std::vector<uint16_t> blocks_;  // [num_unique_blocks * 256] classes
 };
 
-// The Unicode version the tables are pinned to (characters assigned later are unassigned).
-inline constexpr int kPinnedUnicodeMajor = 15;
+// The classes that come from Unicode general categories / White_Space (bits 0-5); the rest are
+// fixed sets. Overrides (char_class_overrides.inc) replace exactly these bits.
+inline constexpr uint16_t kUnicodeClassBits = kClsL | kClsM | kClsN | kClsP | kClsS | kClsSpace;
 
 }  // namespace di::recipe
