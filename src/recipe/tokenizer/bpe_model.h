@@ -32,8 +32,9 @@ class BpeModel {
   // Rank and result of merging (a, b); rank INT32_MAX if there is no such merge.
   const Slot* find(int32_t a, int32_t b) const;
   void grow();
-  void merge_small(std::vector<int32_t>& ids, std::vector<int32_t>& ranks) const;
-  void merge_heap(std::vector<int32_t>& ids) const;
+  struct Scratch;
+  void merge_small(Scratch& sc) const;
+  void merge_heap(Scratch& sc) const;
 
   int32_t byte_token_[256];
   std::vector<Slot> slots_;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "recipe/tokenizer/byte_level.h"
+#include "recipe/tokenizer/char_class.h"
 #include "recipe/tokenizer/tokenizer.h"
 #include "recipe/tokenizer/tokenizer_impl.h"
 #include "recipe/tokenizer/utf8.h"
@@ -270,6 +271,7 @@ Expected<std::shared_ptr<Tokenizer::Impl>> load(const Json& root) {
     }
   }
   impl->added = AddedTokenMatcher(added);
+  (void)CharClassTable::instance();  // build the shared tables now, not in the first encode
   static std::atomic<uint64_t> next_uid{1};
   impl->uid = next_uid.fetch_add(1);
   return impl;
