@@ -8,7 +8,7 @@
 namespace di::recipe {
 namespace {
 
-constexpr size_t kSmallPiece = 48;  // bytes; below this the quadratic scan is faster
+constexpr size_t kSmallPiece = 64;  // bytes; below this the quadratic scan is faster
 
 uint64_t pair_key(int32_t a, int32_t b) {
   return ((static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b)) + 1;
@@ -42,13 +42,91 @@ void BpeModel::grow() {
   }
 }
 
-void BpeModel::add_merge(int32_t a, int32_t b, int32_t rank, int32_t merged) {
+void BpeModel::add_merge(int32_t a, int32_t b, int32_t rank, int32_t merged, bool b_starts_char) {
   if ((num_merges_ + 1) * 2 > slots_.size()) grow();
   const uint64_t key = pair_key(a, b);
   uint64_t i = mix(key) & mask_;
   while (slots_[i].key != 0 && slots_[i].key != key) i = (i + 1) & mask_;
   if (slots_[i].key == 0) ++num_merges_;
   slots_[i] = Slot{key, rank, merged};
+  // Lower bounds (a duplicate that is later replaced may leave them lower: still safe).
+  const auto need = static_cast<size_t>(std::max(a, b)) + 1;
+  if (min_rank_as_left_.size() < need) {
+    min_rank_as_left_.resize(need, INT32_MAX);
+    min_rank_as_right_.resize(need, INT32_MAX);
+  }
+  if (b_starts_char) min_rank_as_left_[a] = std::min(min_rank_as_left_[a], rank);
+  min_rank_as_right_[b] = std::min(min_rank_as_right_[b], rank);
+}
+
+void BpeModel::finalize() {
+  const auto left_bound = [&](int32_t id) {
+    return static_cast<size_t>(id) < min_rank_as_left_.size() ? min_rank_as_left_[id] : INT32_MAX;
+  };
+  const auto right_bound = [&](int32_t id) {
+    return static_cast<size_t>(id) < min_rank_as_right_.size() ? min_rank_as_right_[id] : INT32_MAX;
+  };
+  byte_pairs_.clear();
+  bool all_bytes = true;
+  for (const int32_t t : byte_token_) all_bytes = all_bytes && t >= 0;
+  if (all_bytes) {
+    byte_pairs_.resize(256 * 256);
+    for (int x = 0; x < 256; ++x) {
+      for (int y = 0; y < 256; ++y) {
+        const Slot* s = find(byte_token_[x], byte_token_[y]);
+        if (s != nullptr) byte_pairs_[(x << 8) | y] = PairMerge{s->rank, s->merged};
+      }
+    }
+  }
+  chars_.assign(0x10000, CharInfo{});
+  for (uint32_t cp = 0; cp < 0x10000; ++cp) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+    uint8_t bytes[3];
+    int n = 0;
+    if (cp < 0x80) {
+      bytes[n++] = static_cast<uint8_t>(cp);
+    } else if (cp < 0x800) {
+      bytes[n++] = static_cast<uint8_t>(0xC0 | (cp >> 6));
+      bytes[n++] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+    } else {
+      bytes[n++] = static_cast<uint8_t>(0xE0 | (cp >> 12));
+      bytes[n++] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
+      bytes[n++] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
+    }
+    std::vector<int32_t> ids;
+    for (int k = 0; k < n; ++k) {
+      if (byte_token_[bytes[k]] < 0) break;
+      ids.push_back(byte_token_[bytes[k]]);
+    }
+    if (static_cast<int>(ids.size()) != n) continue;
+    // Standalone BPE. Safe (see char_level_start) if in every non-final state, merges touching
+    // the first or last symbol from outside rank above the state's next inner merge, and in the
+    // final state above every inner merge.
+    bool safe = true;
+    int32_t max_rank = -1;
+    while (safe) {
+      size_t best = 0;
+      int32_t best_rank = INT32_MAX;
+      for (size_t i = 0; i + 1 < ids.size(); ++i) {
+        const Slot* s = find(ids[i], ids[i + 1]);
+        if (s != nullptr && s->rank < best_rank) {
+          best_rank = s->rank;
+          best = i;
+        }
+      }
+      const int32_t bound = best_rank == INT32_MAX ? max_rank : best_rank;
+      safe = left_bound(ids.back()) > bound && right_bound(ids.front()) > bound;
+      if (best_rank == INT32_MAX) break;
+      ids[best] = find(ids[best], ids[best + 1])->merged;
+      ids.erase(ids.begin() + static_cast<ptrdiff_t>(best) + 1);
+      max_rank = std::max(max_rank, best_rank);
+    }
+    if (!safe) continue;
+    CharInfo info;
+    info.num_tokens = static_cast<int8_t>(ids.size());
+    for (size_t k = 0; k < ids.size(); ++k) info.tokens[k] = ids[k];
+    chars_[cp] = info;
+  }
 }
 
 const BpeModel::Slot* BpeModel::find(int32_t a, int32_t b) const {
@@ -77,16 +155,58 @@ struct BpeModel::Scratch {
   std::vector<Cand> heap;
 };
 
+// Starting BPE from each character's own BPE result is exact when every character c of the
+// piece is "safe": in every state c passes through on its own, any merge touching c's first or
+// last symbol from outside ranks above c's next inner merge (for the final state: above all of
+// c's inner merges). Then (1) no merge crosses into c before c is complete, as it would need a
+// lower rank than c's pending inner merge; and (2) every cross merge the real process performs
+// (rank r, below the pending inner merges of the incomplete characters) is also the lowest
+// ranked, leftmost pair of the state with all characters complete, because the extra pairs
+// there touch completed characters and rank above all their inner merges. So both orders make
+// the same cross merges and end in the same state. On c's right the outside symbol starts a
+// character, so merges whose right side starts with a continuation byte are not counted there.
+// Returns false (nothing changed) if a character is unsafe or not in the table.
+bool BpeModel::char_level_start(std::string_view bytes, Scratch& sc) const {
+  if (chars_.empty()) return false;
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  const uint8_t* const e = p + bytes.size();
+  sc.ids.clear();
+  while (p < e) {
+    uint32_t cp;
+    if (p[0] < 0x80) {
+      cp = p[0];
+      p += 1;
+    } else if (p[0] < 0xE0) {
+      cp = (uint32_t(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
+      p += 2;
+    } else if (p[0] < 0xF0) {
+      cp = (uint32_t(p[0] & 0x0F) << 12) | (uint32_t(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+      p += 3;
+    } else {
+      return false;
+    }
+    const CharInfo& info = chars_[cp];
+    if (info.num_tokens == 0) return false;
+    sc.ids.insert(sc.ids.end(), info.tokens, info.tokens + info.num_tokens);
+  }
+  return true;
+}
+
 void BpeModel::encode_piece(std::string_view bytes, std::vector<int32_t>& out) const {
   thread_local Scratch sc;
-  sc.ids.clear();
-  for (const char ch : bytes) {
-    const int32_t id = byte_token_[static_cast<uint8_t>(ch)];
-    if (id >= 0) sc.ids.push_back(id);
+  // The character-level start pays off for runs of multi-byte characters (CJK, Cyrillic...).
+  const uint8_t* raw = nullptr;  // set when ids[i] is the token of byte raw[i]
+  if (bytes.size() < 4 || static_cast<uint8_t>(bytes[0]) < 0xC0 || !char_level_start(bytes, sc)) {
+    if (!byte_pairs_.empty()) raw = reinterpret_cast<const uint8_t*>(bytes.data());
+    sc.ids.clear();
+    for (const char ch : bytes) {
+      const int32_t id = byte_token_[static_cast<uint8_t>(ch)];
+      if (id >= 0) sc.ids.push_back(id);
+    }
   }
   if (sc.ids.size() > 1) {
     if (sc.ids.size() <= kSmallPiece) {
-      merge_small(sc);
+      merge_small(sc, raw);
     } else {
       merge_heap(sc);
     }
@@ -95,7 +215,7 @@ void BpeModel::encode_piece(std::string_view bytes, std::vector<int32_t>& out) c
 }
 
 // ranks[i] is the rank of merging ids[i] and ids[i+1]; the lowest (leftmost on ties) goes first.
-void BpeModel::merge_small(Scratch& sc) const {
+void BpeModel::merge_small(Scratch& sc, const uint8_t* raw) const {
   std::vector<int32_t>& ids = sc.ids;
   std::vector<int32_t>& ranks = sc.ranks;
   std::vector<int32_t>& merged = sc.merged;
@@ -107,7 +227,15 @@ void BpeModel::merge_small(Scratch& sc) const {
   size_t n = ids.size();
   ranks.resize(n - 1);
   merged.resize(n - 1);
-  for (size_t i = 0; i + 1 < n; ++i) update(i);
+  if (raw != nullptr) {
+    for (size_t i = 0; i + 1 < n; ++i) {
+      const PairMerge& m = byte_pairs_[(raw[i] << 8) | raw[i + 1]];
+      ranks[i] = m.rank;
+      merged[i] = m.merged;
+    }
+  } else {
+    for (size_t i = 0; i + 1 < n; ++i) update(i);
+  }
   while (n > 1) {
     size_t best = 0;
     for (size_t i = 1; i + 1 < n; ++i) {

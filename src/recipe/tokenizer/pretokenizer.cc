@@ -1,4 +1,5 @@
-// Hand-compiled scanners for DeepSeek's pre-tokenizer regexes.
+// Hand-compiled scanners for DeepSeek's pre-tokenizer regexes. The text is decoded once into
+// per-character classes; every split stage then scans that array.
 #include "recipe/tokenizer/pretokenizer.h"
 
 #include <string>
@@ -6,6 +7,14 @@
 #include "recipe/tokenizer/utf8.h"
 
 namespace di::recipe {
+
+// The decoded text: for character i, its byte offset and classes (offset[n] = text size).
+struct PreTokenizer::Chars {
+  std::vector<uint32_t> offset;
+  std::vector<uint16_t> cls;
+  const uint8_t* bytes = nullptr;
+};
+
 namespace {
 
 // The patterns as they appear (after JSON unescaping) in DeepSeek V3's tokenizer.json.
@@ -16,121 +25,117 @@ const char kWordsPattern[] =
     "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
     "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
 
-// Reads one code point's class; the text is valid UTF-8.
-struct Cursor {
-  const CharClassTable& tab;
-  uint16_t cls_at(const uint8_t* p, int* len) const {
-    if (*p < 0x80) {
-      *len = 1;
-      return tab.ascii(*p);
-    }
-    return tab.get(decode_utf8_valid(p, len));
-  }
-  // End of the run of characters whose class intersects `mask`, starting at p.
-  const uint8_t* run(const uint8_t* p, const uint8_t* e, uint16_t mask) const {
-    while (p < e) {
-      int len = 0;
-      if (!(cls_at(p, &len) & mask)) break;
-      p += len;
-    }
-    return p;
-  }
-};
+constexpr uint32_t kNoMatch = UINT32_MAX;
 
-// Splits [b, e) into matches and the gaps between them (behavior Isolated); `match` returns the
-// end of a non-empty match at p, or nullptr.
+using Chars = PreTokenizer::Chars;
+
+// End of the run of characters from i whose classes intersect `mask`.
+inline uint32_t run(const uint16_t* cls, uint32_t i, uint32_t e, uint16_t mask) {
+  while (i < e && (cls[i] & mask)) ++i;
+  return i;
+}
+
+// Splits characters [b, e) into matches and the gaps between them (behavior Isolated); `match`
+// returns the end of a non-empty match at i, or kNoMatch.
 template <class Match, class Emit>
-void split_isolated(const uint8_t* b, const uint8_t* e, const Match& match, const Emit& emit) {
-  const uint8_t* gap = b;
-  const uint8_t* p = b;
-  while (p < e) {
-    const uint8_t* m = match(p, e);
-    if (m == nullptr) {
-      p += utf8_seq_len(*p);
+void split_isolated(uint32_t b, uint32_t e, const Match& match, const Emit& emit) {
+  uint32_t gap = b;
+  uint32_t i = b;
+  while (i < e) {
+    const uint32_t m = match(i, e);
+    if (m == kNoMatch) {
+      ++i;
       continue;
     }
-    if (gap < p) emit(gap, p);
-    emit(p, m);
-    p = gap = m;
+    if (gap < i) emit(gap, i);
+    emit(i, m);
+    i = gap = m;
   }
   if (gap < e) emit(gap, e);
 }
 
 // \p{N}{1,3}
 struct MatchDigits {
-  Cursor c;
-  const uint8_t* operator()(const uint8_t* p, const uint8_t* e) const {
-    const uint8_t* q = p;
-    for (int k = 0; k < 3 && q < e; ++k) {
-      int len = 0;
-      if (!(c.cls_at(q, &len) & kClsN)) break;
-      q += len;
-    }
-    return q == p ? nullptr : q;
+  const uint16_t* cls;
+  uint32_t operator()(uint32_t i, uint32_t e) const {
+    uint32_t q = i;
+    while (q < e && q - i < 3 && (cls[q] & kClsN)) ++q;
+    return q == i ? kNoMatch : q;
   }
 };
 
 // [一-龥぀-ゟ゠-ヿ]+
 struct MatchCjk {
-  Cursor c;
-  const uint8_t* operator()(const uint8_t* p, const uint8_t* e) const {
-    if (*p < 0x80) return nullptr;
-    const uint8_t* q = c.run(p, e, kClsCjk);
-    return q == p ? nullptr : q;
+  const uint16_t* cls;
+  uint32_t operator()(uint32_t i, uint32_t e) const {
+    const uint32_t q = run(cls, i, e, kClsCjk);
+    return q == i ? kNoMatch : q;
   }
 };
 
-// The six alternatives of DeepSeek V3's word regex, tried in order at p.
+// The six alternatives of DeepSeek V3's word regex, tried in order at character i.
 struct MatchWords {
-  Cursor c;
-  const uint8_t* operator()(const uint8_t* p, const uint8_t* e) const {
-    int len0 = 0;
-    const uint16_t cls0 = c.cls_at(p, &len0);
-    const uint8_t* p1 = p + len0;
-    int len1 = 0;
-    const uint16_t cls1 = p1 < e ? c.cls_at(p1, &len1) : 0;
+  const uint16_t* cls;
+  const uint8_t* first_byte;  // first byte of character i is first_byte[offset[i]]
+  const uint32_t* offset;
+  bool is(uint32_t i, uint8_t c) const { return first_byte[offset[i]] == c; }
+  uint32_t operator()(uint32_t i, uint32_t e) const {
+    const uint16_t c0 = cls[i];
+    const uint16_t c1 = i + 1 < e ? cls[i + 1] : 0;
     // 1. [punct][A-Za-z]+
-    if ((cls0 & kClsAsciiPunct) && (cls1 & kClsAsciiLetter)) {
-      const uint8_t* q = p1 + 1;
-      while (q < e && *q < 0x80 && (c.tab.ascii(*q) & kClsAsciiLetter)) ++q;
-      return q;
-    }
+    if ((c0 & kClsAsciiPunct) && (c1 & kClsAsciiLetter)) return run(cls, i + 2, e, kClsAsciiLetter);
     // 2. [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
-    if (!(cls0 & (kClsCrLf | kClsL | kClsP | kClsS)) && (cls1 & (kClsL | kClsM))) {
-      return c.run(p1 + len1, e, kClsL | kClsM);
+    if (!(c0 & (kClsCrLf | kClsL | kClsP | kClsS)) && (c1 & (kClsL | kClsM))) {
+      return run(cls, i + 2, e, kClsL | kClsM);
     }
-    if (cls0 & (kClsL | kClsM)) return c.run(p1, e, kClsL | kClsM);
+    if (c0 & (kClsL | kClsM)) return run(cls, i + 1, e, kClsL | kClsM);
     // 3. ' '?[\p{P}\p{S}]+[\r\n]*
-    const uint8_t* q = nullptr;
-    if (*p == ' ' && (cls1 & (kClsP | kClsS))) {
-      q = c.run(p1 + len1, e, kClsP | kClsS);
-    } else if (cls0 & (kClsP | kClsS)) {
-      q = c.run(p1, e, kClsP | kClsS);
+    uint32_t q = kNoMatch;
+    if ((c1 & (kClsP | kClsS)) && is(i, ' ')) {
+      q = run(cls, i + 2, e, kClsP | kClsS);
+    } else if (c0 & (kClsP | kClsS)) {
+      q = run(cls, i + 1, e, kClsP | kClsS);
     }
-    if (q != nullptr) {
-      while (q < e && (*q == '\r' || *q == '\n')) ++q;
-      return q;
-    }
-    if (!(cls0 & kClsSpace)) return nullptr;
+    if (q != kNoMatch) return run(cls, q, e, kClsCrLf);
+    if (!(c0 & kClsSpace)) return kNoMatch;
     // 4. \s*[\r\n]+  -> the whitespace run up to and including its last \r or \n.
     // 5. \s+(?!\S)   -> the whole run at the end of the piece, else all but its last character.
     // 6. \s+         -> a single whitespace character followed by non-whitespace.
-    const uint8_t* last_crlf_end = nullptr;
-    const uint8_t* last_start = p;
-    q = p;
-    while (q < e) {
-      int len = 0;
-      if (!(c.cls_at(q, &len) & kClsSpace)) break;
-      if (*q == '\r' || *q == '\n') last_crlf_end = q + 1;
-      last_start = q;
-      q += len;
+    q = run(cls, i, e, kClsSpace);
+    for (uint32_t k = q; k > i; --k) {
+      if (cls[k - 1] & kClsCrLf) return k;
     }
-    if (last_crlf_end != nullptr) return last_crlf_end;
     if (q == e) return q;
-    if (last_start > p) return last_start;
+    if (q - 1 > i) return q - 1;
     return q;
   }
 };
+
+void decode(std::string_view text, Chars& chars) {
+  const CharClassTable& tab = CharClassTable::instance();
+  const auto* p = reinterpret_cast<const uint8_t*>(text.data());
+  const size_t n = text.size();
+  chars.bytes = p;
+  chars.offset.resize(n + 1);
+  chars.cls.resize(n + 1);
+  uint32_t* off = chars.offset.data();
+  uint16_t* cls = chars.cls.data();
+  size_t count = 0;
+  for (size_t i = 0; i < n;) {
+    off[count] = static_cast<uint32_t>(i);
+    if (p[i] < 0x80) {
+      cls[count++] = tab.ascii(p[i]);
+      ++i;
+      continue;
+    }
+    int len = 0;
+    cls[count++] = tab.get(decode_utf8_valid(p + i, &len));
+    i += static_cast<size_t>(len);
+  }
+  off[count] = static_cast<uint32_t>(n);
+  chars.offset.resize(count + 1);
+  chars.cls.resize(count);
+}
 
 }  // namespace
 
@@ -143,32 +148,38 @@ std::optional<SplitRule> split_rule_for_regex(std::string_view pattern) {
 
 void PreTokenizer::split(std::string_view text, std::vector<Piece>& out) const {
   if (text.empty()) return;
-  const auto* b = reinterpret_cast<const uint8_t*>(text.data());
-  split_stage(0, b, b, b + text.size(), out);
-}
-
-void PreTokenizer::split_stage(size_t stage,
-                               const uint8_t* base,
-                               const uint8_t* b,
-                               const uint8_t* e,
-                               std::vector<Piece>& out) const {
-  if (stage == rules_.size()) {
-    out.push_back({static_cast<size_t>(b - base), static_cast<size_t>(e - base)});
+  if (text.size() >= UINT32_MAX) {
+    // Character offsets are 32-bit: a text of 4 GiB or more is split in 2 GiB blocks first (not
+    // exact at the block boundaries; such inputs are far beyond any context length).
+    for (size_t b = 0; b < text.size(); b += (size_t{1} << 31)) {
+      std::vector<Piece> sub;
+      split(text.substr(b, std::min(text.size() - b, size_t{1} << 31)), sub);
+      for (const Piece& pc : sub) out.push_back({pc.begin + b, pc.end + b});
+    }
     return;
   }
-  const Cursor cur{CharClassTable::instance()};
-  const auto next = [&](const uint8_t* pb, const uint8_t* pe) {
-    split_stage(stage + 1, base, pb, pe, out);
-  };
+  thread_local Chars chars;
+  decode(text, chars);
+  split_stage(0, chars, 0, static_cast<uint32_t>(chars.cls.size()), out);
+}
+
+void PreTokenizer::split_stage(
+    size_t stage, const Chars& chars, uint32_t b, uint32_t e, std::vector<Piece>& out) const {
+  if (stage == rules_.size()) {
+    out.push_back({chars.offset[b], chars.offset[e]});
+    return;
+  }
+  const auto next = [&](uint32_t pb, uint32_t pe) { split_stage(stage + 1, chars, pb, pe, out); };
+  const uint16_t* cls = chars.cls.data();
   switch (rules_[stage]) {
     case SplitRule::kDigits1To3:
-      split_isolated(b, e, MatchDigits{cur}, next);
+      split_isolated(b, e, MatchDigits{cls}, next);
       break;
     case SplitRule::kCjkKanaRuns:
-      split_isolated(b, e, MatchCjk{cur}, next);
+      split_isolated(b, e, MatchCjk{cls}, next);
       break;
     case SplitRule::kDeepSeekV3Words:
-      split_isolated(b, e, MatchWords{cur}, next);
+      split_isolated(b, e, MatchWords{cls, chars.bytes, chars.offset.data()}, next);
       break;
   }
 }

@@ -41,12 +41,11 @@ class PreTokenizer {
 
   const std::vector<SplitRule>& rules() const { return rules_; }
 
+  struct Chars;  // the text decoded to per-character classes (private to the .cc)
+
  private:
-  void split_stage(size_t stage,
-                   const uint8_t* base,
-                   const uint8_t* b,
-                   const uint8_t* e,
-                   std::vector<Piece>& out) const;
+  void split_stage(
+      size_t stage, const Chars& chars, uint32_t b, uint32_t e, std::vector<Piece>& out) const;
 
   std::vector<SplitRule> rules_;
 };

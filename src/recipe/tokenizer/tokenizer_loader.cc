@@ -199,7 +199,10 @@ Status load_merges(const Json& merges, Tokenizer::Impl& impl) {
     }
     if (im == impl.token_to_id.end())
       return bad(field, "merge result of " + mj.dump() + " is not in model.vocab");
-    impl.bpe.add_merge(ia->second, ib->second, rank, im->second);
+    const std::optional<std::string> b_bytes = byte_level_decode_token(b);
+    const bool b_starts_char =
+        !b_bytes || b_bytes->empty() || (static_cast<uint8_t>((*b_bytes)[0]) & 0xC0) != 0x80;
+    impl.bpe.add_merge(ia->second, ib->second, rank, im->second, b_starts_char);
     if (rank == std::numeric_limits<int32_t>::max() - 1) return bad("model.merges", "too many");
     ++rank;
   }
@@ -270,6 +273,7 @@ Expected<std::shared_ptr<Tokenizer::Impl>> load(const Json& root) {
       }
     }
   }
+  impl->bpe.finalize();
   impl->added = AddedTokenMatcher(added);
   (void)CharClassTable::instance();  // build the shared tables now, not in the first encode
   static std::atomic<uint64_t> next_uid{1};

@@ -40,25 +40,36 @@ int utf8_well_formed_len(std::string_view s, size_t i, int* subpart) {
 }
 
 bool is_valid_utf8(std::string_view s) {
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  const uint8_t* const e = p + s.size();
+  while (p < e) {
     // ASCII fast path, 8 bytes at a time.
-    while (i + 8 <= n) {
+    while (p + 8 <= e) {
       uint64_t w;
-      __builtin_memcpy(&w, s.data() + i, 8);
+      __builtin_memcpy(&w, p, 8);
       if (w & 0x8080808080808080ull) break;
-      i += 8;
+      p += 8;
     }
-    if (i >= n) break;
-    if (static_cast<uint8_t>(s[i]) < 0x80) {
-      ++i;
+    if (p >= e) break;
+    const uint8_t b0 = *p;
+    if (b0 < 0x80) {
+      ++p;
+      continue;
+    }
+    // Common well-formed 2- and 3-byte forms inline; the rest via the table-driven check.
+    if (b0 >= 0xC2 && b0 <= 0xDF && p + 1 < e && (p[1] & 0xC0) == 0x80) {
+      p += 2;
+      continue;
+    }
+    if (b0 >= 0xE1 && b0 <= 0xEC && p + 2 < e && (p[1] & 0xC0) == 0x80 && (p[2] & 0xC0) == 0x80) {
+      p += 3;
       continue;
     }
     int subpart = 0;
+    const size_t i = static_cast<size_t>(p - reinterpret_cast<const uint8_t*>(s.data()));
     const int len = utf8_well_formed_len(s, i, &subpart);
     if (len == 0) return false;
-    i += static_cast<size_t>(len);
+    p += len;
   }
   return true;
 }
