@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <climits>
 
+#include "recipe/tokenizer/utf8.h"
+
 namespace di::recipe {
 namespace {
 
@@ -165,36 +167,42 @@ struct BpeModel::Scratch {
 // there touch completed characters and rank above all their inner merges. So both orders make
 // the same cross merges and end in the same state. On c's right the outside symbol starts a
 // character, so merges whose right side starts with a continuation byte are not counted there.
-// Returns false (nothing changed) if a character is unsafe or not in the table.
+// Safety is per character: an unsafe character simply starts from its bytes, and the argument
+// holds for the safe ones regardless. Returns false (nothing changed) before finalize().
 bool BpeModel::char_level_start(std::string_view bytes, Scratch& sc) const {
   if (chars_.empty()) return false;
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   const uint8_t* const e = p + bytes.size();
   sc.ids.clear();
   while (p < e) {
-    uint32_t cp;
-    if (p[0] < 0x80) {
+    const int len = utf8_seq_len(p[0]);
+    uint32_t cp = UINT32_MAX;
+    if (len == 1) {
       cp = p[0];
-      p += 1;
-    } else if (p[0] < 0xE0) {
+    } else if (len == 2) {
       cp = (uint32_t(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
-      p += 2;
-    } else if (p[0] < 0xF0) {
+    } else if (len == 3) {
       cp = (uint32_t(p[0] & 0x0F) << 12) | (uint32_t(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
-      p += 3;
-    } else {
-      return false;
     }
-    const CharInfo& info = chars_[cp];
-    if (info.num_tokens == 0) return false;
-    sc.ids.insert(sc.ids.end(), info.tokens, info.tokens + info.num_tokens);
+    const CharInfo* info = cp < chars_.size() ? &chars_[cp] : nullptr;
+    if (info != nullptr && info->num_tokens > 0) {
+      sc.ids.insert(sc.ids.end(), info->tokens, info->tokens + info->num_tokens);
+    } else {
+      // Not safe (or 4 bytes): this character starts from its bytes, which is always exact.
+      for (int k = 0; k < len; ++k) {
+        const int32_t id = byte_token_[p[k]];
+        if (id >= 0) sc.ids.push_back(id);
+      }
+    }
+    p += len;
   }
   return true;
 }
 
 void BpeModel::encode_piece(std::string_view bytes, std::vector<int32_t>& out) const {
   thread_local Scratch sc;
-  // The character-level start pays off for runs of multi-byte characters (CJK, Cyrillic...).
+  // The character-level start pays off for words of multi-byte characters (CJK, Cyrillic...),
+  // which start with one or with a space/mark before one.
   const uint8_t* raw = nullptr;  // set when ids[i] is the token of byte raw[i]
   if (bytes.size() < 4 || static_cast<uint8_t>(bytes[0]) < 0xC0 || !char_level_start(bytes, sc)) {
     if (!byte_pairs_.empty()) raw = reinterpret_cast<const uint8_t*>(bytes.data());

@@ -12,6 +12,7 @@ namespace di::recipe {
 struct PreTokenizer::Chars {
   std::vector<uint32_t> offset;
   std::vector<uint16_t> cls;
+  uint16_t all_cls = 0;  // union of all characters' classes
   const uint8_t* bytes = nullptr;
 };
 
@@ -36,12 +37,17 @@ inline uint32_t run(const uint16_t* cls, uint32_t i, uint32_t e, uint16_t mask) 
 }
 
 // Splits characters [b, e) into matches and the gaps between them (behavior Isolated); `match`
-// returns the end of a non-empty match at i, or kNoMatch.
+// returns the end of a non-empty match at i, or kNoMatch. If Match::kStart is not 0, a match can
+// only start at a character whose classes intersect it, so other characters are skipped fast.
 template <class Match, class Emit>
 void split_isolated(uint32_t b, uint32_t e, const Match& match, const Emit& emit) {
   uint32_t gap = b;
   uint32_t i = b;
   while (i < e) {
+    if constexpr (Match::kStart != 0) {
+      while (i < e && !(match.cls[i] & Match::kStart)) ++i;
+    }
+    if (i == e) break;
     const uint32_t m = match(i, e);
     if (m == kNoMatch) {
       ++i;
@@ -56,6 +62,7 @@ void split_isolated(uint32_t b, uint32_t e, const Match& match, const Emit& emit
 
 // \p{N}{1,3}
 struct MatchDigits {
+  static constexpr uint16_t kStart = kClsN;
   const uint16_t* cls;
   uint32_t operator()(uint32_t i, uint32_t e) const {
     uint32_t q = i;
@@ -66,6 +73,7 @@ struct MatchDigits {
 
 // [一-龥぀-ゟ゠-ヿ]+
 struct MatchCjk {
+  static constexpr uint16_t kStart = kClsCjk;
   const uint16_t* cls;
   uint32_t operator()(uint32_t i, uint32_t e) const {
     const uint32_t q = run(cls, i, e, kClsCjk);
@@ -75,6 +83,7 @@ struct MatchCjk {
 
 // The six alternatives of DeepSeek V3's word regex, tried in order at character i.
 struct MatchWords {
+  static constexpr uint16_t kStart = 0;  // alternative 2 can start at any character
   const uint16_t* cls;
   const uint8_t* first_byte;  // first byte of character i is first_byte[offset[i]]
   const uint32_t* offset;
@@ -121,17 +130,22 @@ void decode(std::string_view text, Chars& chars) {
   uint32_t* off = chars.offset.data();
   uint16_t* cls = chars.cls.data();
   size_t count = 0;
+  uint16_t all = 0;
   for (size_t i = 0; i < n;) {
     off[count] = static_cast<uint32_t>(i);
+    uint16_t c;
     if (p[i] < 0x80) {
-      cls[count++] = tab.ascii(p[i]);
+      c = tab.ascii(p[i]);
       ++i;
-      continue;
+    } else {
+      int len = 0;
+      c = tab.get(decode_utf8_valid(p + i, &len));
+      i += static_cast<size_t>(len);
     }
-    int len = 0;
-    cls[count++] = tab.get(decode_utf8_valid(p + i, &len));
-    i += static_cast<size_t>(len);
+    cls[count++] = c;
+    all |= c;
   }
+  chars.all_cls = all;
   off[count] = static_cast<uint32_t>(n);
   chars.offset.resize(count + 1);
   chars.cls.resize(count);
@@ -173,9 +187,11 @@ void PreTokenizer::split_stage(
   const uint16_t* cls = chars.cls.data();
   switch (rules_[stage]) {
     case SplitRule::kDigits1To3:
+      if (!(chars.all_cls & kClsN)) return next(b, e);  // nothing can match anywhere
       split_isolated(b, e, MatchDigits{cls}, next);
       break;
     case SplitRule::kCjkKanaRuns:
+      if (!(chars.all_cls & kClsCjk)) return next(b, e);
       split_isolated(b, e, MatchCjk{cls}, next);
       break;
     case SplitRule::kDeepSeekV3Words:

@@ -31,7 +31,11 @@ void encode_plain(const Tokenizer::Impl& impl,
     const uint64_t h = WordCache::hash_bytes(piece);
     std::span<const int32_t> hit;
     if (cache.find(piece, h, &hit)) {
-      out.insert(out.end(), hit.begin(), hit.end());
+      if (hit.size() == 1) {
+        out.push_back(hit[0]);  // the common case; avoids a memmove call
+      } else {
+        out.insert(out.end(), hit.begin(), hit.end());
+      }
       continue;
     }
     const size_t first = out.size();

@@ -36,7 +36,7 @@ uint64_t WordCache::hash_bytes(std::string_view key) {
     h ^= h >> 29;
   }
   uint64_t tail = 0;
-  std::memcpy(&tail, key.data() + i, key.size() - i);
+  for (size_t k = i; k < key.size(); ++k) tail = (tail << 8) | static_cast<uint8_t>(key[k]);
   h = (h ^ tail) * 0x100000001b3ull;
   h ^= h >> 32;
   h *= 0xd6e8feb86659fd93ull;
