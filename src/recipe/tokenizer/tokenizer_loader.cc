@@ -293,6 +293,8 @@ Expected<Tokenizer> Tokenizer::from_json(std::string_view json_text) {
     return invalid_argument(std::string("tokenizer.json: invalid JSON or field type: ") + e.what());
   } catch (const std::bad_alloc&) {
     return resource_exhausted("tokenizer.json: out of memory");
+  } catch (const std::exception& e) {
+    return invalid_argument(std::string("tokenizer.json: ") + e.what());
   }
 }
 
