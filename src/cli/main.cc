@@ -3,6 +3,7 @@
 #include <cstring>
 #include <exception>
 
+#include "cli/cmd_tokenize.h"
 #include "cli/commands.h"
 
 namespace {
@@ -18,6 +19,8 @@ constexpr Command kCommands[] = {
     {"info", di::cli::run_info_command, "print a checkpoint's config, parameters and KV bytes"},
     {"generate", di::cli::run_generate_command, "generate tokens from a prompt"},
     {"bench", di::cli::run_bench_command, "time prefill and decode steps"},
+    {"tokenize", di::cli::run_tokenize_command, "text (stdin) to token ids with a tokenizer.json"},
+    {"detokenize", di::cli::run_detokenize_command, "token ids (stdin) to text"},
     {"check-golden", di::cli::run_check_golden_command,
      "compare with DeepSeek's reference outputs in a golden folder"},
 };

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI test for `deepinfer tokenize` / `detokenize` (via the deepinfer_tokenize driver).
+# CLI test for `deepinfer tokenize` / `detokenize` .
 # usage: cli_tokenize_test.sh DRIVER REPO_ROOT
 set -uo pipefail
 bin=$1
