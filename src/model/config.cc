@@ -138,9 +138,10 @@ Status validate_dims(const ModelConfig& c) {
   DI_RETURN_IF_ERROR(require(c.score_func == "sqrtsoftplus" || c.score_func == "sigmoid" ||
                                  c.score_func == "softmax",
                              "score_func must be sqrtsoftplus, sigmoid or softmax"));
-  DI_RETURN_IF_ERROR(require(c.dtype == "fp8", "dtype must be \"fp8\" (bf16 checkpoints: TODO(#2))"));
-  DI_RETURN_IF_ERROR(require(c.expert_dtype == "fp4" || c.expert_dtype == "fp8",
-                             "expert_dtype must be \"fp4\" or \"fp8\""));
+  DI_RETURN_IF_ERROR(require(c.dtype == "fp8" || c.dtype == "bf16", "dtype must be \"fp8\" or \"bf16\""));
+  DI_RETURN_IF_ERROR(require(c.expert_dtype == "fp4" || c.expert_dtype == "fp8" ||
+                                 (c.dtype == "bf16" && c.expert_dtype.empty()),
+                             "expert_dtype must be \"fp4\" or \"fp8\" (or empty for a bf16 model)"));
   DI_RETURN_IF_ERROR(require(c.hc_mult > 0 && c.hc_sinkhorn_iters > 0, "hc_mult and hc_sinkhorn_iters must be > 0"));
   bool any_compress = std::any_of(c.compress_ratios.begin(), c.compress_ratios.end(),
                                   [](int r) { return r > 0; });

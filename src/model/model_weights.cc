@@ -20,8 +20,9 @@ std::string shape_str(const std::vector<int64_t>& s) {
 // Looks tensors up by name and checks them; every error names the file and the tensor.
 class Binder {
  public:
-  Binder(const weights::Checkpoint& ckpt, std::vector<std::shared_ptr<std::vector<uint8_t>>>& copies)
-      : ckpt_(ckpt), copies_(copies) {}
+  Binder(const weights::Checkpoint& ckpt, std::vector<std::shared_ptr<std::vector<uint8_t>>>& copies,
+         bool bf16_checkpoint)
+      : ckpt_(ckpt), copies_(copies), bf16_checkpoint_(bf16_checkpoint) {}
 
   // The tensor under its official name, else under its Hugging Face alias.
   const TensorInfo* find(const std::string& name) const {
@@ -94,6 +95,9 @@ class Binder {
   Expected<WeightView> quantized(const std::string& prefix, int64_t out, int64_t in,
                                  WeightFormat format) const {
     DI_ASSIGN_OR_RETURN(WeightView v, matrix(prefix, out, in));
+    // A bf16 checkpoint (config dtype "bf16") keeps these as BF16: the reference's linear() then
+    // runs a plain bf16 product without activation quantization.
+    if (bf16_checkpoint_ && v.format == WeightFormat::kBF16) return v;
     if (v.format != format) {
       return invalid_argument("tensor '" + prefix + ".weight' must be stored as " +
                               (format == WeightFormat::kFP8 ? "F8_E4M3" : "packed FP4 (I8)"));
@@ -131,6 +135,7 @@ class Binder {
 
   const weights::Checkpoint& ckpt_;
   std::vector<std::shared_ptr<std::vector<uint8_t>>>& copies_;
+  bool bf16_checkpoint_ = false;
 };
 
 Status bind_attention(const Binder& b, const ModelConfig& c, int layer, const std::string& p,
@@ -191,8 +196,9 @@ Status bind_moe(const Binder& b, const ModelConfig& c, int layer, const std::str
   const int n = c.routed_experts_of(layer);
   DI_ASSIGN_OR_RETURN(m.gate, b.dense(p + "gate", n, dim));
   DI_ASSIGN_OR_RETURN(m.bias, b.floats(p + "gate.bias", {n}, DType::kF32));
-  const WeightFormat expert_format =
-      c.expert_dtype == "fp4" ? WeightFormat::kFP4 : WeightFormat::kFP8;
+  const WeightFormat expert_format = c.expert_dtype == "fp4"   ? WeightFormat::kFP4
+                                     : c.expert_dtype == "fp8" ? WeightFormat::kFP8
+                                                               : WeightFormat::kBF16;
   m.experts.resize(static_cast<size_t>(n));
   for (int e = 0; e < n; ++e) {
     const std::string ep = p + "experts." + std::to_string(e) + ".";
@@ -273,7 +279,7 @@ Status bind_dspark(const Binder& b, const ModelConfig& c, DsparkHeadWeights& d) 
 
 Expected<ModelWeights> bind_model_weights(const ModelConfig& c, const weights::Checkpoint& ckpt) {
   ModelWeights w;
-  Binder b(ckpt, w.aligned_copies);
+  Binder b(ckpt, w.aligned_copies, c.dtype == "bf16");
   DI_ASSIGN_OR_RETURN(w.embed, b.dense("embed", c.vocab_size, c.dim));
   DI_ASSIGN_OR_RETURN(w.head, b.dense("head", c.vocab_size, c.dim));
   DI_ASSIGN_OR_RETURN(w.norm, b.floats("norm.weight", {c.dim}, DType::kBF16));
