@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "cli/commands.h"
+#include "cli/parse_flags.h"
 #include "model/model.h"
 
 namespace di::cli {
@@ -24,7 +25,7 @@ int run_bench_command(int argc, char** argv) {
   app.add_option("--decode-steps", decode_steps, "decode steps")->check(CLI::NonNegativeNumber);
   app.add_option("--batch", batch, "sequences per step")->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads (default: all cores)");
-  CLI11_PARSE(app, argc, argv);
+  DI_PARSE_FLAGS(app, argc, argv);
   ThreadPool pool(threads);
   backend::CpuOps ops(pool);
   auto model = model::Model::load(dir, ops);

@@ -5,6 +5,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "check/golden_check.h"
 #include "cli/commands.h"
+#include "cli/parse_flags.h"
 
 namespace di::cli {
 
@@ -14,7 +15,7 @@ int run_check_golden_command(int argc, char** argv) {
   unsigned threads = 0;
   app.add_option("GOLDEN_DIR", dir, "golden folder (checkpoint/, golden.safetensors, manifest.json)")->required();
   app.add_option("--threads", threads, "CPU threads (default: all cores)");
-  CLI11_PARSE(app, argc, argv);
+  DI_PARSE_FLAGS(app, argc, argv);
   ThreadPool pool(threads);
   backend::CpuOps ops(pool);
   check::CheckReport report(std::cout);

@@ -2,13 +2,17 @@
 //                    --top-k K --seed S]
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <optional>
 #include <iostream>
 #include <sstream>
 
 #include "backend/cpu/cpu_ops.h"
 #include "cli/commands.h"
+#include "cli/parse_flags.h"
 #include "engine/sampler.h"
 #include "model/model.h"
+#include "recipe/tokenizer/streaming_detokenizer.h"
+#include "recipe/tokenizer/tokenizer.h"
 
 namespace di::cli {
 
@@ -41,14 +45,17 @@ int run_generate_command(int argc, char** argv) {
   unsigned threads = 0;
   engine::SamplingParams sp;
   app.add_option("--model", dir, "checkpoint folder")->required();
-  app.add_option("--prompt-ids", prompt, "comma-separated token ids")->required();
+  std::string text;
+  auto* ids_opt = app.add_option("--prompt-ids", prompt, "comma-separated token ids");
+  auto* text_opt = app.add_option("--prompt", text, "prompt text (needs the checkpoint's BPE tokenizer.json)");
+  ids_opt->excludes(text_opt);
   app.add_option("--max-tokens", max_tokens, "tokens to generate")->check(CLI::PositiveNumber);
   app.add_option("--temperature", sp.temperature, "0 = greedy (default)");
   app.add_option("--top-p", sp.top_p, "nucleus sampling mass");
   app.add_option("--top-k", sp.top_k, "keep the k most likely tokens (0 = all)");
   app.add_option("--seed", sp.seed, "sampling seed");
   app.add_option("--threads", threads, "CPU threads (default: all cores)");
-  CLI11_PARSE(app, argc, argv);
+  DI_PARSE_FLAGS(app, argc, argv);
   if (Status s = engine::validate_sampling(sp); !s.ok()) {
     std::cerr << "deepinfer generate: " << s.message() << "\n";
     return 2;
@@ -61,7 +68,29 @@ int run_generate_command(int argc, char** argv) {
     return 2;
   }
   const auto& c = (*model)->config();
-  auto ids = parse_ids(prompt, c.vocab_size);
+  if (prompt.empty() && text.empty()) {
+    std::cerr << "deepinfer generate: give --prompt-ids or --prompt\n";
+    return 2;
+  }
+  std::optional<recipe::Tokenizer> tokenizer;
+  Expected<std::vector<int32_t>> ids = std::vector<int32_t>{};
+  if (!text.empty()) {
+    auto tok = recipe::Tokenizer::from_file(dir + "/tokenizer.json");
+    if (!tok) {
+      std::cerr << "deepinfer generate: --prompt needs a byte-level BPE tokenizer.json in the "
+                   "checkpoint (init-model --tokenizer FILE): "
+                << tok.status().message() << "\n";
+      return 2;
+    }
+    tokenizer.emplace(std::move(tok).value());
+    ids = tokenizer->encode(text);
+    if (ids->empty()) {
+      std::cerr << "deepinfer generate: --prompt encodes to no tokens\n";
+      return 2;
+    }
+  } else {
+    ids = parse_ids(prompt, c.vocab_size);
+  }
   if (!ids) {
     std::cerr << "deepinfer generate: " << ids.status().message() << "\n";
     return 2;
@@ -93,6 +122,13 @@ int run_generate_command(int argc, char** argv) {
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "\n";
+  if (tokenizer) {
+    recipe::StreamingDetokenizer detok(*tokenizer);
+    std::string out_text;
+    for (int32_t t : out) out_text += detok.push(t);
+    out_text += detok.flush();
+    std::cout << out_text << "\n";
+  }
   std::cerr << "prefill " << ids->size() << " tokens in " << prefill_s << " s; decode "
             << (max_tokens - 1) / std::max(1e-9, total - prefill_s) << " tokens/s\n";
   return 0;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "cli/parse_flags.h"
 #include "model/checkpoint_layout.h"
 #include "model/config.h"
 #include "model/weights/checkpoint.h"
@@ -29,7 +30,7 @@ int run_info_command(int argc, char** argv) {
   CLI::App app{"Describe a DeepSeek-V4.1 checkpoint", "info"};
   std::string dir;
   app.add_option("--model", dir, "checkpoint folder")->required();
-  CLI11_PARSE(app, argc, argv);
+  DI_PARSE_FLAGS(app, argc, argv);
   auto config = model::load_model_config(dir + "/config.json");
   if (!config) {
     std::cerr << "deepinfer info: " << config.status().to_string() << "\n";

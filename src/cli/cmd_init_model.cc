@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/parse_flags.h"
 #include "model/checkpoint_init.h"
 #include "model/presets.h"
 
@@ -22,7 +23,7 @@ int run_init_model_command(int argc, char** argv) {
   app.add_option("--layers", po.num_layers, "backbone layers (presets only)");
   app.add_option("--experts", po.num_experts, "routed experts per layer (presets only)");
   app.add_option("--mtp-layers", po.num_mtp_layers, "DSpark draft layers (presets only)");
-  CLI11_PARSE(app, argc, argv);
+  DI_PARSE_FLAGS(app, argc, argv);
 
   Expected<model::ModelConfig> config = invalid_argument("");
   if (std::filesystem::is_regular_file(preset)) {

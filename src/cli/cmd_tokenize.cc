@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/parse_flags.h"
 #include "recipe/tokenizer/tokenizer.h"
 
 namespace di::cli {
@@ -15,19 +16,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Parses flags; returns -1 to continue, or the exit code (0 for --help, 2 for a bad flag).
-int parse(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << app.get_name() << ": " << e.what() << "\n" << app.help();
-    return 2;
-  }
-  return -1;
-}
+int parse(CLI::App& app, int argc, char** argv) { return parse_flags(app, argc, argv); }
 
 // Loads --tokenizer; prints the error naming the flag on failure.
 std::optional<recipe::Tokenizer> load(const std::string& cmd, const std::string& path) {
