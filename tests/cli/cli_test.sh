@@ -28,6 +28,13 @@ s1=$("$bin" generate --model "$work/m" --prompt-ids 5,6,7 --max-tokens 6 --tempe
 s2=$("$bin" generate --model "$work/m" --prompt-ids 5,6,7 --max-tokens 6 --temperature 1 --seed 9 2>/dev/null)
 [ "$s1" = "$s2" ] || { echo "FAIL seeded sampling is not reproducible"; fail=1; }
 expect_rc bench 0 "" "$bin" bench step --model "$work/m" --prompt-len 16 --decode-steps 2 --batch 2
+# --preset also takes a config.json (here the golden mini's, whose Engram sizes are re-derived
+# from the synthetic tokenizer init-model writes).
+golden_config=$(dirname "$0")/../../../shared/golden/v41-mini/checkpoint/config.json
+if [ -f "$golden_config" ]; then
+  expect_rc init_from_json 0 "" "$bin" init-model --preset "$golden_config" --out "$work/j" --seed 1
+  expect_rc generate_from_json 0 "" "$bin" generate --model "$work/j" --prompt-ids 5,6 --max-tokens 2
+fi
 
 expect_rc no_command 2 "usage" "$bin"
 expect_rc unknown_command 2 "unknown command" "$bin" frobnicate
