@@ -1,6 +1,7 @@
 // libFuzzer target for the streaming response parser. The first bytes pick the options (thinking,
 // a stop string) and a chunking seed; the rest is model output. The parser must not crash, and
 // the accumulated result must be the same fed whole, byte by byte and in seeded random chunks.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -209,7 +209,8 @@ void render_tool_calls(PromptBuilder& b, const std::vector<ChatToolCall>& calls)
     b.text(calls[i].name);
     b.text("\">\n");
     bool first = true;
-    for (const auto& [key, value] : arguments_object(calls[i].arguments_json).items()) {
+    const OJson args = arguments_object(calls[i].arguments_json);
+    for (const auto& [key, value] : args.items()) {
       if (!first) b.text("\n");
       first = false;
       open(" parameter name=\"");

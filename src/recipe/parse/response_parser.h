@@ -20,6 +20,7 @@
 // Never throws or aborts on any input.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>

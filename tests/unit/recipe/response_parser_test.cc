@@ -39,11 +39,22 @@ bool same(const ParsedResponse& a, const ParsedResponse& b) {
 }
 
 std::string describe(const ParsedResponse& r) {
-  std::string s = "reasoning=[" + r.reasoning_content + "] content=[" + r.content + "] calls=";
+  std::string s = "reasoning=[";
+  s += r.reasoning_content;
+  s += "] content=[";
+  s += r.content;
+  s += "] calls=";
   for (const auto& c : r.tool_calls) {
-    s += "(" + std::to_string(c.index) + " " + c.name + " " + c.arguments + ")";
+    s += '(';
+    s += std::to_string(c.index);
+    s += ' ';
+    s += c.name;
+    s += ' ';
+    s += c.arguments;
+    s += ')';
   }
-  return s + (r.malformed_tool_call ? " malformed" : "");
+  if (r.malformed_tool_call) s += " malformed";
+  return s;
 }
 
 // Whole, byte by byte and `rounds` random chunkings must agree.

