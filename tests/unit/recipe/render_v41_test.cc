@@ -9,6 +9,7 @@
 
 #include "node_oracle.h"
 #include "recipe/chat/chat_request_json.h"
+#include "recipe/parse/response_parser.h"
 #include "v41_tokenizer.h"
 
 namespace di::recipe::testing {
@@ -254,6 +255,32 @@ TEST_F(RenderV41, ToolCallArgumentShapes) {
                "<｜User｜><tool_result>1</tool_result>\n\n<tool_result>2</tool_result>\n\n"
                "<tool_result>3</tool_result>\n\n<tool_result>4</tool_result>"
                "<｜Assistant｜></think>");
+}
+
+// What the renderer writes for an assistant turn, the parser reads back.
+TEST_F(RenderV41, RenderedToolCallsParseBack) {
+  ChatRequest req =
+      chat({msg("user", "q"), assistant("Let me check.", "",
+                                        {{"c1", "get_weather", R"({"city":"Rome","days":2})"},
+                                         {"c2", "search", R"({"q":"a\nb \"c\"","tags":["x"]})"}})});
+  req.add_generation_prompt = false;
+  const auto r = render_chat(req, *tok_);
+  ASSERT_TRUE(r.has_value());
+  const std::string head = kBos + "<｜User｜>q<｜Assistant｜></think>";
+  ASSERT_EQ(r->text.substr(0, head.size()), head);
+  ASSERT_EQ(r->text.substr(r->text.size() - kEos.size()), kEos);
+  const std::string turn = r->text.substr(head.size(), r->text.size() - head.size() - kEos.size());
+  ResponseParser p({false, {}});
+  ParsedResponse out;
+  accumulate(out, p.push(turn));
+  accumulate(out, p.finish());
+  EXPECT_EQ(out.content, "Let me check.");
+  EXPECT_FALSE(out.malformed_tool_call);
+  ASSERT_EQ(out.tool_calls.size(), 2u);
+  EXPECT_EQ(out.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(out.tool_calls[0].arguments, R"({"city": "Rome", "days": 2})");
+  EXPECT_EQ(out.tool_calls[1].name, "search");
+  EXPECT_EQ(out.tool_calls[1].arguments, R"({"q": "a\nb \"c\"", "tags": ["x"]})");
 }
 
 TEST_F(RenderV41, UntrustedTextSpellingControlTokensStaysText) {
