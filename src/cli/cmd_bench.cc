@@ -3,6 +3,7 @@
 // steps of B tokens. Prints tokens/s for both phases.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <cstdio>
 #include <iostream>
@@ -11,9 +12,53 @@
 #include "backend/cpu/cpu_ops.h"
 #include "cli/commands.h"
 #include "cli/parse_flags.h"
+#include "model/checkpoint_layout.h"
 #include "model/model.h"
 
 namespace di::cli {
+
+namespace {
+
+// Best of three 256 MiB memcpy passes, counting bytes read plus bytes written.
+double measure_copy_bandwidth() {
+  const size_t n = size_t{256} << 20;
+  std::vector<char> a(n, 1), b(n, 2);
+  double best = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(b.data(), a.data(), n);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, 2.0 * static_cast<double>(n) / s);
+  }
+  return best + static_cast<double>(b[n / 2]) * 0.0;
+}
+
+// Weight bytes one decode step of one sequence must read: every backbone tensor except the
+// embedding (one row), routed experts in the proportion a token activates, the head, and what
+// seeding the DSpark windows reads (main_proj and each draft layer's wkv).
+double decode_weight_bytes(const model::ModelConfig& c) {
+  double bytes = 0;
+  for (const auto& t : model::checkpoint_tensor_specs(c)) {
+    const double b = static_cast<double>(model::stored_bytes(t));
+    if (t.name == "embed" || t.name.find("markov_head") != std::string::npos ||
+        t.name.find("confidence_head") != std::string::npos) {
+      continue;
+    }
+    if (t.name.rfind("mtp.", 0) == 0) {
+      if (t.name.find("main_proj") != std::string::npos || t.name.find("attn.wkv") != std::string::npos) bytes += b;
+      continue;
+    }
+    if (t.name.find("engram.embed") != std::string::npos) continue;  // a few rows per token
+    if (t.name.find(".experts.") != std::string::npos) {
+      bytes += b * c.n_activated_experts / c.n_routed_experts;
+      continue;
+    }
+    bytes += b;
+  }
+  return bytes;
+}
+
+}  // namespace
 
 int run_bench_command(int argc, char** argv) {
   CLI::App app{"Benchmark the forward pass", "bench"};
@@ -77,6 +122,10 @@ int run_bench_command(int argc, char** argv) {
               dir.c_str(), c.n_layers, c.n_mtp_layers, c.dim, c.n_routed_experts, pool.num_threads());
   std::printf("prefill: batch %d x %d tokens in %.3f s = %.1f tokens/s (%.2f CPU-s)\n", batch,
               prompt_len, prefill_s, batch * prompt_len / prefill_s, prefill_cpu);
+  const double bw = measure_copy_bandwidth();
+  const double bytes = decode_weight_bytes(c);
+  std::printf("memory: copy bandwidth %.1f GB/s; a decode step of one sequence reads >= %.1f MB of "
+              "weights, floor %.1f ms\n", bw / 1e9, bytes / 1e6, 1e3 * bytes / bw);
   if (decode_steps > 0) {
     std::printf("decode:  batch %d x %d steps in %.3f s = %.2f tokens/s (%.1f ms/step, %.2f CPU-s)\n",
                 batch, decode_steps, decode_s, batch * decode_steps / decode_s,
