@@ -87,8 +87,13 @@ class Ops {
   // Rotates dims [rope_offset, rope_offset + 2*inv_freq.size()) of each of `num_heads` heads of
   // width `head_dim` in row r at positions[r] (interleaved pairs); `inverse` conjugates.
   // Rounds the rotated values to bf16 (reference apply_rotary_emb on a bf16 tensor).
-  virtual void rope(RowsView x, int num_heads, int head_dim, int rope_offset,
-                    const int64_t* positions, const RopeTable& table, bool inverse) const = 0;
+  virtual void rope(RowsView x,
+                    int num_heads,
+                    int head_dim,
+                    int rope_offset,
+                    const int64_t* positions,
+                    const RopeTable& table,
+                    bool inverse) const = 0;
 
   // Sink softmax attention over per-query key lists, online in blocks of 64 keys (sparse_attn).
   virtual void sparse_attention(const SparseAttentionArgs& args) const = 0;
@@ -97,36 +102,57 @@ class Ops {
   virtual void index_scores(const IndexScoreArgs& args) const = 0;
 
   // Hyper-connection mixes for each token row of x [rows, hc*dim] (Block.hc_mixes).
-  virtual void hc_mixes(ConstRowsView x, const float* fn, const float* scale, const float* base,
-                        int hc, int sinkhorn_iters, float hc_eps, float norm_eps,
+  virtual void hc_mixes(ConstRowsView x,
+                        const float* fn,
+                        const float* scale,
+                        const float* base,
+                        int hc,
+                        int sinkhorn_iters,
+                        float hc_eps,
+                        float norm_eps,
                         HcCoefficients* out) const = 0;
   // y[r] = bf16(sum_k pre[k] * x[r, k]) for x [rows, hc*dim] (Block.hc_pre).
-  virtual void hc_collapse(ConstRowsView x, const float* pre /*[rows, hc]*/, int hc,
+  virtual void hc_collapse(ConstRowsView x,
+                           const float* pre /*[rows, hc]*/,
+                           int hc,
                            RowsView y) const = 0;
   // out[r, j] = bf16(post[j] * y[r] + sum_i comb[i, j] * residual[r, i]) (Block.hc_post).
-  virtual void hc_expand(ConstRowsView y, ConstRowsView residual, const HcCoefficients* coeff,
-                         int hc, RowsView out) const = 0;
+  virtual void hc_expand(ConstRowsView y,
+                         ConstRowsView residual,
+                         const HcCoefficients* coeff,
+                         int hc,
+                         RowsView out) const = 0;
 
   // MoE router (reference Gate): scores = f(x . gate / temp) in fp32, experts = top-k of
-  // scores + bias (ties: lower index first), weights = their unbiased scores, normalized and scaled.
-  virtual void moe_route(ConstRowsView x, const WeightView& gate, const float* bias,
-                         const RouteParams& params, int32_t* experts /*[rows, topk]*/,
+  // scores + bias (ties: lower index first), weights = their unbiased scores, normalized and
+  // scaled.
+  virtual void moe_route(ConstRowsView x,
+                         const WeightView& gate,
+                         const float* bias,
+                         const RouteParams& params,
+                         int32_t* experts /*[rows, topk]*/,
                          float* weights /*[rows, topk]*/) const = 0;
 
   // out = bf16(row_weight * silu(min(g, limit)) * clamp(u, -limit, limit)) (reference Expert); the
   // clamps apply when limit > 0; row_weight may be null (1).
-  virtual void swiglu(ConstRowsView gate, ConstRowsView up, const float* row_weight, float limit,
+  virtual void swiglu(ConstRowsView gate,
+                      ConstRowsView up,
+                      const float* row_weight,
+                      float limit,
                       RowsView out) const = 0;
 
   // Engram gate (reference Engram.forward after wkv): per row, kv [(hc + 1) * dim] holds hc keys
   // and one value; x [hc * dim] is updated in place: x_k = bf16(x_k + gate_k * value).
-  virtual void engram_gate(RowsView x, ConstRowsView kv, const float* qk_weight /*[hc * dim]*/,
-                           int hc, float eps) const = 0;
+  virtual void engram_gate(RowsView x,
+                           ConstRowsView kv,
+                           const float* qk_weight /*[hc * dim]*/,
+                           int hc,
+                           float eps) const = 0;
 
   // Softmax-gated pooling of `group` rows per channel (reference Compressor): out[d] =
   // sum_i kv[i, d] * softmax_i(score[:, d]), fp32.
-  virtual void softmax_pool(const float* kv, const float* score, int group, int64_t dim,
-                            float* out) const = 0;
+  virtual void softmax_pool(
+      const float* kv, const float* score, int group, int64_t dim, float* out) const = 0;
 };
 
 }  // namespace di::backend

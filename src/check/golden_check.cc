@@ -14,7 +14,9 @@ void CheckReport::check(const std::string& name, bool ok, const std::string& det
   out_.flush();
 }
 
-void CheckReport::info(const std::string& line) { out_ << "info  " << line << "\n"; }
+void CheckReport::info(const std::string& line) {
+  out_ << "info  " << line << "\n";
+}
 
 namespace {
 
@@ -52,8 +54,9 @@ Status check_exact(const GoldenContext& g, CheckReport& report) {
   for (size_t i = 0; i < seqs.size(); ++i) {
     const std::string sp = "seq" + std::to_string(i);
     DI_ASSIGN_OR_RETURN(auto prompt, g.data->ints(sp + ".prompt"));
-    report.check(sp + ".prompt", prompt == seqs[i].at("prompt").get<std::vector<int64_t>>(),
-                 "golden prompt equals the manifest's (" + std::to_string(prompt.size()) + " tokens)");
+    report.check(
+        sp + ".prompt", prompt == seqs[i].at("prompt").get<std::vector<int64_t>>(),
+        "golden prompt equals the manifest's (" + std::to_string(prompt.size()) + " tokens)");
     DI_ASSIGN_OR_RETURN(auto forced, g.data->ints(sp + ".forced.tokens"));
     report.check(sp + ".forced.tokens", forced == seqs[i].at("forced").get<std::vector<int64_t>>(),
                  "golden forced tokens equal the manifest's");
@@ -63,7 +66,8 @@ Status check_exact(const GoldenContext& g, CheckReport& report) {
   const auto& ours = m.engram_token_map();
   bool same = token_map.size() <= ours.size();
   for (size_t i = 0; same && i < token_map.size(); ++i) same = token_map[i] == ours[i];
-  report.check("engram.token_map", same, "compressed ids of " + std::to_string(token_map.size()) + " tokens");
+  report.check("engram.token_map", same,
+               "compressed ids of " + std::to_string(token_map.size()) + " tokens");
   const auto& layout = *m.engram_layout();
   std::vector<int64_t> primes, offsets;
   for (size_t l = 0; l < layout.primes.size(); ++l) {
@@ -77,8 +81,9 @@ Status check_exact(const GoldenContext& g, CheckReport& report) {
   DI_ASSIGN_OR_RETURN(auto gm, g.data->ints("engram.multipliers"));
   const auto& cfg = m.config();
   std::vector<int64_t> lids(cfg.engram_layer_ids.begin(), cfg.engram_layer_ids.end());
-  DI_ASSIGN_OR_RETURN(auto mult, engram::hash_multipliers_for_layers(lids, cfg.engram_max_ngram_size,
-                                                                    cfg.engram_compressed_vocab_size));
+  DI_ASSIGN_OR_RETURN(auto mult,
+                      engram::hash_multipliers_for_layers(lids, cfg.engram_max_ngram_size,
+                                                          cfg.engram_compressed_vocab_size));
   std::vector<int64_t> flat;
   for (const auto& r : mult) flat.insert(flat.end(), r.begin(), r.end());
   report.check("engram.multipliers", gm == flat, "hash multipliers (numpy default_rng per layer)");
@@ -87,7 +92,8 @@ Status check_exact(const GoldenContext& g, CheckReport& report) {
     const std::string sp = "seq" + std::to_string(i);
     DI_ASSIGN_OR_RETURN(auto prompt, g.data->ints(sp + ".prompt"));
     DI_ASSIGN_OR_RETURN(auto hashes, g.data->ints(sp + ".full.engram_hash"));
-    DI_ASSIGN_OR_RETURN(auto pool, model::StatePool::create(cfg, {1, static_cast<int64_t>(prompt.size()) + 8, 64}));
+    DI_ASSIGN_OR_RETURN(
+        auto pool, model::StatePool::create(cfg, {1, static_cast<int64_t>(prompt.size()) + 8, 64}));
     DI_ASSIGN_OR_RETURN(auto seq, pool.create_sequence());
     model::ForwardContext ctx;
     ctx.pool = &pool;
@@ -99,7 +105,8 @@ Status check_exact(const GoldenContext& g, CheckReport& report) {
     for (size_t r = 0; r < prompt.size() && equal; ++r) {
       for (size_t l = 0; l < nl && equal; ++l) {
         const auto& h = ctx.engram_hashes.at(cfg.engram_layer_ids[l]);
-        for (size_t c = 0; c < cols; ++c) equal = equal && h[r * cols + c] == hashes[(r * nl + l) * cols + c];
+        for (size_t c = 0; c < cols; ++c)
+          equal = equal && h[r * cols + c] == hashes[(r * nl + l) * cols + c];
       }
     }
     report.check(sp + ".full.engram_hash", equal, "table rows of every position and Engram layer");

@@ -31,7 +31,8 @@ class CheckReport {
 // Runs every check of GOLDEN_DIR (needs GOLDEN_DIR/checkpoint, golden.safetensors and
 // manifest.json). A missing or unreadable input is an error Status; failed comparisons are counted
 // in the report.
-Status run_golden_check(const std::string& golden_dir, const backend::Ops& ops,
+Status run_golden_check(const std::string& golden_dir,
+                        const backend::Ops& ops,
                         CheckReport& report);
 
 }  // namespace di::check

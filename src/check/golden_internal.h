@@ -30,11 +30,18 @@ struct GoldenContext {
 };
 
 Status check_layers(const GoldenContext& g, int seq_index, CheckReport& report);
-Status check_selection(const GoldenContext& g, const std::string& sp, int layer, int64_t L,
-                       const model::ForwardTrace& trace, CheckReport& report,
+Status check_selection(const GoldenContext& g,
+                       const std::string& sp,
+                       int layer,
+                       int64_t L,
+                       const model::ForwardTrace& trace,
+                       CheckReport& report,
                        std::vector<bool>& excluded);
-Status check_compressed(const GoldenContext& g, const std::string& sp, model::ForwardContext& ctx,
-                        model::SequenceState& seq, CheckReport& report);
+Status check_compressed(const GoldenContext& g,
+                        const std::string& sp,
+                        model::ForwardContext& ctx,
+                        model::SequenceState& seq,
+                        CheckReport& report);
 Status check_end_to_end(const GoldenContext& g, int seq_index, CheckReport& report);
 
 }  // namespace di::check

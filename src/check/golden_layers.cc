@@ -12,7 +12,9 @@ namespace di::check {
 
 namespace {
 
-std::string layer_name(const std::string& seq, int layer) { return seq + ".layer" + std::to_string(layer); }
+std::string layer_name(const std::string& seq, int layer) {
+  return seq + ".layer" + std::to_string(layer);
+}
 
 // Golden selection row -> ascending entries without -1 padding.
 std::vector<int32_t> golden_selection(const std::vector<int64_t>& g, int64_t row, int64_t k) {
@@ -80,14 +82,15 @@ Status check_layers(const GoldenContext& g, int seq_index, CheckReport& report) 
     std::vector<bool> include(static_cast<size_t>(L), true);
     const int src = c.index_source_of(layer);
     if (src >= 0 && excluded.count(src)) {
-      for (int64_t r = 0; r < L; ++r) include[static_cast<size_t>(r)] = !excluded[src][static_cast<size_t>(r)];
+      for (int64_t r = 0; r < L; ++r)
+        include[static_cast<size_t>(r)] = !excluded[src][static_cast<size_t>(r)];
     }
     Diff d = diff_rows(x.data(), block_out.data() + layer * L * width, L, width, include);
     report.check(name + ".block_out",
                  d.max_abs <= g.tol.block_out_max_abs && d.mean_abs <= g.tol.block_out_mean_abs,
-                 "max_abs " + fmt(d.max_abs) + " (<= " + fmt(g.tol.block_out_max_abs) + "), mean_abs " +
-                     fmt(d.mean_abs) + " (<= " + fmt(g.tol.block_out_mean_abs) + "), rows " +
-                     std::to_string(d.count / width) + "/" + std::to_string(L));
+                 "max_abs " + fmt(d.max_abs) + " (<= " + fmt(g.tol.block_out_max_abs) +
+                     "), mean_abs " + fmt(d.mean_abs) + " (<= " + fmt(g.tol.block_out_mean_abs) +
+                     "), rows " + std::to_string(d.count / width) + "/" + std::to_string(L));
     Diff dm = diff_rows(pre_mix.data(), block_out_mix.data() + layer * L * hc, L, hc, include);
     report.check(name + ".block_out_mix", dm.max_abs <= g.tol.mix_max_abs,
                  "max_abs " + fmt(dm.max_abs) + " (<= " + fmt(g.tol.mix_max_abs) + ")");
@@ -97,7 +100,8 @@ Status check_layers(const GoldenContext& g, int seq_index, CheckReport& report) 
     int compared = 0, differ = 0;
     for (int64_t r = 0; r < L; ++r) {
       if (moe_gap[static_cast<size_t>(layer * L + r)] < 1e-3f) continue;
-      std::set<int64_t> a(moe_experts.begin() + (layer * L + r) * k, moe_experts.begin() + (layer * L + r + 1) * k);
+      std::set<int64_t> a(moe_experts.begin() + (layer * L + r) * k,
+                          moe_experts.begin() + (layer * L + r + 1) * k);
       std::set<int64_t> b(ours.begin() + r * k, ours.begin() + (r + 1) * k);
       ++compared;
       if (a != b) ++differ;
@@ -111,12 +115,17 @@ Status check_layers(const GoldenContext& g, int seq_index, CheckReport& report) 
   return Status();
 }
 
-Status check_selection(const GoldenContext& g, const std::string& sp, int layer, int64_t L,
-                       const model::ForwardTrace& trace, CheckReport& report,
+Status check_selection(const GoldenContext& g,
+                       const std::string& sp,
+                       int layer,
+                       int64_t L,
+                       const model::ForwardTrace& trace,
+                       CheckReport& report,
                        std::vector<bool>& excluded) {
   const model::ModelConfig& c = g.model->config();
   const int k = c.index_topk;
-  DI_ASSIGN_OR_RETURN(auto sel, g.data->ints(sp + ".full.index_topk.layer" + std::to_string(layer)));
+  DI_ASSIGN_OR_RETURN(auto sel,
+                      g.data->ints(sp + ".full.index_topk.layer" + std::to_string(layer)));
   DI_ASSIGN_OR_RETURN(auto gaps, g.data->floats(sp + ".full.index_rel_gap"));
   const auto& sources = c.index_source_layers;
   const int64_t gap_row = std::find(sources.begin(), sources.end(), layer) - sources.begin();
@@ -139,7 +148,8 @@ Status check_selection(const GoldenContext& g, const std::string& sp, int layer,
                    " identical where index_rel_gap >= 0.02 (" + std::to_string(differ_fragile) +
                    " fragile positions differ; left out with their reusers)");
   if (layer == c.candidate_source_layer) {
-    DI_ASSIGN_OR_RETURN(auto cand, g.data->ints(sp + ".full.candidates.layer" + std::to_string(layer)));
+    DI_ASSIGN_OR_RETURN(auto cand,
+                        g.data->ints(sp + ".full.candidates.layer" + std::to_string(layer)));
     DI_ASSIGN_OR_RETURN(auto cgap, g.data->floats(sp + ".full.candidate_rel_gap"));
     const auto& blocks = trace.candidate_blocks.at(layer);
     const int64_t width = L / c.compress_ratios[layer];
@@ -149,7 +159,8 @@ Status check_selection(const GoldenContext& g, const std::string& sp, int layer,
       ++cmp;
       const auto& b = blocks[static_cast<size_t>(r)];
       for (int64_t e = 0; e < width; ++e) {
-        bool in = std::binary_search(b.begin(), b.end(), static_cast<int32_t>(e / c.candidate_block_size));
+        bool in = std::binary_search(b.begin(), b.end(),
+                                     static_cast<int32_t>(e / c.candidate_block_size));
         if (in != (cand[static_cast<size_t>(r * L + e)] != 0)) {
           ++bad;
           break;
@@ -163,13 +174,17 @@ Status check_selection(const GoldenContext& g, const std::string& sp, int layer,
   return Status();
 }
 
-Status check_compressed(const GoldenContext& g, const std::string& sp, model::ForwardContext& ctx,
-                        model::SequenceState& seq, CheckReport& report) {
+Status check_compressed(const GoldenContext& g,
+                        const std::string& sp,
+                        model::ForwardContext& ctx,
+                        model::SequenceState& seq,
+                        CheckReport& report) {
   const model::ModelConfig& c = g.model->config();
   for (int layer : c.kv_source_layers) {
     const int stream = ctx.pool->stream_of_layer(layer);
     for (bool keys : {false, true}) {
-      const std::string key = sp + (keys ? ".full.index_k.layer" : ".full.compress_kv.layer") + std::to_string(layer);
+      const std::string key =
+          sp + (keys ? ".full.index_k.layer" : ".full.compress_kv.layer") + std::to_string(layer);
       if (!g.data->has(key)) continue;
       DI_ASSIGN_OR_RETURN(auto ref, g.data->floats(key));
       const int64_t width = keys ? c.index_head_dim : c.head_dim;
@@ -177,13 +192,15 @@ Status check_compressed(const GoldenContext& g, const std::string& sp, model::Fo
       std::vector<float> ours(ref.size());
       const int64_t have = seq.streams[static_cast<size_t>(stream)].num_entries;
       for (int64_t e = 0; e < std::min(n, have); ++e) {
-        const float* row = keys ? ctx.pool->index_key_row(seq, stream, e) : ctx.pool->compressed_kv_row(seq, stream, e);
+        const float* row = keys ? ctx.pool->index_key_row(seq, stream, e)
+                                : ctx.pool->compressed_kv_row(seq, stream, e);
         std::copy_n(row, width, ours.begin() + e * width);
       }
       Diff d = diff_rows(ours.data(), ref.data(), n, width);
       report.check(key, have == n && d.max_abs <= g.tol.block_out_max_abs,
-                   std::to_string(have) + "/" + std::to_string(n) + " entries, max_abs " + fmt(d.max_abs) +
-                       " (<= " + fmt(g.tol.block_out_max_abs) + "), mean_abs " + fmt(d.mean_abs));
+                   std::to_string(have) + "/" + std::to_string(n) + " entries, max_abs " +
+                       fmt(d.max_abs) + " (<= " + fmt(g.tol.block_out_max_abs) + "), mean_abs " +
+                       fmt(d.mean_abs));
     }
   }
   return Status();

@@ -16,7 +16,10 @@ struct Diff {
 };
 
 // Over rows of `width` whose include[row] is true (all rows when include is empty).
-inline Diff diff_rows(const float* a, const float* b, int64_t rows, int64_t width,
+inline Diff diff_rows(const float* a,
+                      const float* b,
+                      int64_t rows,
+                      int64_t width,
                       const std::vector<bool>& include = {}) {
   Diff d;
   double sum = 0;

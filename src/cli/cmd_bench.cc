@@ -3,9 +3,9 @@
 // steps of B tokens. Prints tokens/s for both phases.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <cstdio>
 #include <iostream>
 #include <random>
 
@@ -45,7 +45,9 @@ double decode_weight_bytes(const model::ModelConfig& c) {
       continue;
     }
     if (t.name.rfind("mtp.", 0) == 0) {
-      if (t.name.find("main_proj") != std::string::npos || t.name.find("attn.wkv") != std::string::npos) bytes += b;
+      if (t.name.find("main_proj") != std::string::npos ||
+          t.name.find("attn.wkv") != std::string::npos)
+        bytes += b;
       continue;
     }
     if (t.name.find("engram.embed") != std::string::npos) continue;  // a few rows per token
@@ -67,7 +69,8 @@ int run_bench_command(int argc, char** argv) {
   unsigned threads = 0;
   app.add_option("WHAT", what, "what to time (step)")->check(CLI::IsMember({"step"}));
   app.add_option("--model", dir, "checkpoint folder")->required();
-  app.add_option("--prompt-len", prompt_len, "prompt tokens per sequence")->check(CLI::PositiveNumber);
+  app.add_option("--prompt-len", prompt_len, "prompt tokens per sequence")
+      ->check(CLI::PositiveNumber);
   app.add_option("--decode-steps", decode_steps, "decode steps")->check(CLI::NonNegativeNumber);
   app.add_option("--batch", batch, "sequences per step")->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads (default: all cores)");
@@ -119,17 +122,21 @@ int run_bench_command(int argc, char** argv) {
     return 2;
   }
   std::printf("model %s: %d layers + %d DSpark, hidden %d, %d experts; CPU backend, %u threads\n",
-              dir.c_str(), c.n_layers, c.n_mtp_layers, c.dim, c.n_routed_experts, pool.num_threads());
+              dir.c_str(), c.n_layers, c.n_mtp_layers, c.dim, c.n_routed_experts,
+              pool.num_threads());
   std::printf("prefill: batch %d x %d tokens in %.3f s = %.1f tokens/s (%.2f CPU-s)\n", batch,
               prompt_len, prefill_s, batch * prompt_len / prefill_s, prefill_cpu);
   const double bw = measure_copy_bandwidth();
   const double bytes = decode_weight_bytes(c);
-  std::printf("memory: copy bandwidth %.1f GB/s; a decode step of one sequence reads >= %.1f MB of "
-              "weights, floor %.1f ms\n", bw / 1e9, bytes / 1e6, 1e3 * bytes / bw);
+  std::printf(
+      "memory: copy bandwidth %.1f GB/s; a decode step of one sequence reads >= %.1f MB of "
+      "weights, floor %.1f ms\n",
+      bw / 1e9, bytes / 1e6, 1e3 * bytes / bw);
   if (decode_steps > 0) {
-    std::printf("decode:  batch %d x %d steps in %.3f s = %.2f tokens/s (%.1f ms/step, %.2f CPU-s)\n",
-                batch, decode_steps, decode_s, batch * decode_steps / decode_s,
-                1e3 * decode_s / decode_steps, decode_cpu);
+    std::printf(
+        "decode:  batch %d x %d steps in %.3f s = %.2f tokens/s (%.1f ms/step, %.2f CPU-s)\n",
+        batch, decode_steps, decode_s, batch * decode_steps / decode_s,
+        1e3 * decode_s / decode_steps, decode_cpu);
   }
   return 0;
 }

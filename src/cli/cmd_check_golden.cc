@@ -10,10 +10,13 @@
 namespace di::cli {
 
 int run_check_golden_command(int argc, char** argv) {
-  CLI::App app{"Compare DeepInfer with DeepSeek's reference outputs in a golden folder", "check-golden"};
+  CLI::App app{"Compare DeepInfer with DeepSeek's reference outputs in a golden folder",
+               "check-golden"};
   std::string dir;
   unsigned threads = 0;
-  app.add_option("GOLDEN_DIR", dir, "golden folder (checkpoint/, golden.safetensors, manifest.json)")->required();
+  app.add_option("GOLDEN_DIR", dir,
+                 "golden folder (checkpoint/, golden.safetensors, manifest.json)")
+      ->required();
   app.add_option("--threads", threads, "CPU threads (default: all cores)");
   DI_PARSE_FLAGS(app, argc, argv);
   ThreadPool pool(threads);

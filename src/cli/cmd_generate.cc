@@ -3,8 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <fstream>
-#include <optional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "backend/cpu/cpu_ops.h"
@@ -33,7 +33,8 @@ Expected<std::vector<int32_t>> parse_ids(const std::string& text, int vocab) {
       if (used != item.size() || v < 0 || v >= vocab) throw std::out_of_range("id");
       ids.push_back(static_cast<int32_t>(v));
     } catch (const std::exception&) {
-      return invalid_argument("--prompt-ids: '" + item + "' is not a token id in [0, " + std::to_string(vocab) + ")");
+      return invalid_argument("--prompt-ids: '" + item + "' is not a token id in [0, " +
+                              std::to_string(vocab) + ")");
     }
   }
   if (ids.empty()) return invalid_argument("--prompt-ids: no ids");
@@ -51,11 +52,13 @@ int run_generate_command(int argc, char** argv) {
   app.add_option("--model", dir, "checkpoint folder")->required();
   std::string text;
   auto* ids_opt = app.add_option("--prompt-ids", prompt, "comma-separated token ids");
-  auto* text_opt = app.add_option("--prompt", text, "prompt text (needs the checkpoint's BPE tokenizer.json)");
+  auto* text_opt =
+      app.add_option("--prompt", text, "prompt text (needs the checkpoint's BPE tokenizer.json)");
   std::string chat_file;
-  auto* chat_opt = app.add_option("--chat", chat_file,
-                                  "OpenAI-style chat request JSON, rendered in the V4.1 chat format")
-                       ->check(CLI::ExistingFile);
+  auto* chat_opt =
+      app.add_option("--chat", chat_file,
+                     "OpenAI-style chat request JSON, rendered in the V4.1 chat format")
+          ->check(CLI::ExistingFile);
   ids_opt->excludes(text_opt);
   chat_opt->excludes(ids_opt);
   chat_opt->excludes(text_opt);
@@ -89,7 +92,8 @@ int run_generate_command(int argc, char** argv) {
     const char* flag = text.empty() ? "--chat" : "--prompt";
     auto tok = recipe::Tokenizer::from_file(dir + "/tokenizer.json");
     if (!tok) {
-      std::cerr << "deepinfer generate: " << flag << " needs a byte-level BPE tokenizer.json in the "
+      std::cerr << "deepinfer generate: " << flag
+                << " needs a byte-level BPE tokenizer.json in the "
                    "checkpoint (init-model --tokenizer FILE): "
                 << tok.status().message() << "\n";
       return 2;
@@ -103,12 +107,14 @@ int run_generate_command(int argc, char** argv) {
       body << in.rdbuf();
       auto request = recipe::parse_chat_request_json(body.str());
       if (!request) {
-        std::cerr << "deepinfer generate: --chat " << chat_file << ": " << request.status().message() << "\n";
+        std::cerr << "deepinfer generate: --chat " << chat_file << ": "
+                  << request.status().message() << "\n";
         return 2;
       }
       auto rendered = recipe::render_chat(*request, *tokenizer);
       if (!rendered) {
-        std::cerr << "deepinfer generate: --chat " << chat_file << ": " << rendered.status().message() << "\n";
+        std::cerr << "deepinfer generate: --chat " << chat_file << ": "
+                  << rendered.status().message() << "\n";
         return 2;
       }
       ids = rendered->ids;
@@ -125,7 +131,8 @@ int run_generate_command(int argc, char** argv) {
     std::cerr << "deepinfer generate: " << ids.status().message() << "\n";
     return 2;
   }
-  auto state = model::StatePool::create(c, {1, static_cast<int64_t>(ids->size()) + max_tokens + 8, 64});
+  auto state =
+      model::StatePool::create(c, {1, static_cast<int64_t>(ids->size()) + max_tokens + 8, 64});
   if (!state) {
     std::cerr << "deepinfer generate: " << state.status().to_string() << "\n";
     return 2;
@@ -144,7 +151,8 @@ int run_generate_command(int argc, char** argv) {
       std::cerr << "deepinfer generate: " << s.to_string() << "\n";
       return 2;
     }
-    if (i == 0) prefill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (i == 0)
+      prefill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     int32_t tok = engine::sample_token(logits, sp, 0, static_cast<uint64_t>(seq.num_tokens));
     out.push_back(tok);
     std::cout << (i ? "," : "") << tok << std::flush;
@@ -164,8 +172,9 @@ int run_generate_command(int argc, char** argv) {
       recipe::ParsedResponse parsed;
       recipe::accumulate(parsed, parser.push(out_text));
       recipe::accumulate(parsed, parser.finish());
-      std::cout << "reasoning_content: " << parsed.reasoning_content << "\ncontent: " << parsed.content
-                << "\ntool_calls: " << parsed.tool_calls.size() << "\n";
+      std::cout << "reasoning_content: " << parsed.reasoning_content
+                << "\ncontent: " << parsed.content << "\ntool_calls: " << parsed.tool_calls.size()
+                << "\n";
     }
   }
   std::cerr << "prefill " << ids->size() << " tokens in " << prefill_s << " s; decode "

@@ -54,7 +54,8 @@ int run_info_command(int argc, char** argv) {
     params[kind_of(t.name)] += model::num_parameters(t);
     total += model::num_parameters(t);
   }
-  for (const auto& [k, n] : params) std::printf("  %-28s %14lld\n", k.c_str(), static_cast<long long>(n));
+  for (const auto& [k, n] : params)
+    std::printf("  %-28s %14lld\n", k.c_str(), static_cast<long long>(n));
   std::printf("  %-28s %14lld\n", "total", static_cast<long long>(total));
   std::printf("\nstored bytes by dtype (%zu tensors):\n", ckpt->num_tensors());
   std::map<std::string, int64_t> bytes;
@@ -62,16 +63,20 @@ int run_info_command(int argc, char** argv) {
     const auto* t = ckpt->find(name);
     bytes[std::string(weights::dtype_name(t->dtype))] += static_cast<int64_t>(t->num_bytes);
   }
-  for (const auto& [k, n] : bytes) std::printf("  %-10s %16lld\n", k.c_str(), static_cast<long long>(n));
+  for (const auto& [k, n] : bytes)
+    std::printf("  %-10s %16lld\n", k.c_str(), static_cast<long long>(n));
   // Reference KV formats (spec §1.10): FP8 window rows 528 B, FP4 compressed rows 288 B per entry,
   // FP4 index keys (dim/2 + dim/32) B per entry.
   double global = 0;
   for (int s : c.kv_source_layers) {
     const int r = c.compress_ratios[s];
-    global += (c.head_dim / 2.0 + c.head_dim / 16.0) / r + (c.index_head_dim / 2.0 + c.index_head_dim / 32.0) / r;
+    global += (c.head_dim / 2.0 + c.head_dim / 16.0) / r +
+              (c.index_head_dim / 2.0 + c.index_head_dim / 32.0) / r;
   }
-  const double window = static_cast<double>(c.num_total_layers()) * c.window_size * (c.head_dim + c.head_dim / 32.0);
-  std::printf("\nKV bytes per token (release formats): %.1f (compressed KV + index keys)\n", global);
+  const double window =
+      static_cast<double>(c.num_total_layers()) * c.window_size * (c.head_dim + c.head_dim / 32.0);
+  std::printf("\nKV bytes per token (release formats): %.1f (compressed KV + index keys)\n",
+              global);
   std::printf("window rings per sequence: %.0f bytes (%d layers x %d slots)\n", window,
               c.num_total_layers(), c.window_size);
   return 0;

@@ -12,14 +12,16 @@
 namespace di::cli {
 
 int run_init_model_command(int argc, char** argv) {
-  CLI::App app{"Write a random-weight DeepSeek-V4.1 checkpoint in the official format", "init-model"};
+  CLI::App app{"Write a random-weight DeepSeek-V4.1 checkpoint in the official format",
+               "init-model"};
   std::string preset, out, tokenizer;
   uint64_t seed = 0;
   model::PresetOptions po;
   app.add_option("--preset", preset, "mini, v41-shaped, or a config.json file")->required();
   app.add_option("--out", out, "output folder")->required();
   app.add_option("--seed", seed, "weight seed (default 0)");
-  app.add_option("--tokenizer", tokenizer, "tokenizer.json to copy into the checkpoint")->check(CLI::ExistingFile);
+  app.add_option("--tokenizer", tokenizer, "tokenizer.json to copy into the checkpoint")
+      ->check(CLI::ExistingFile);
   app.add_option("--layers", po.num_layers, "backbone layers (presets only)");
   app.add_option("--experts", po.num_experts, "routed experts per layer (presets only)");
   app.add_option("--mtp-layers", po.num_mtp_layers, "DSpark draft layers (presets only)");

@@ -16,7 +16,9 @@ namespace {
 
 using Json = nlohmann::json;
 
-int parse(CLI::App& app, int argc, char** argv) { return parse_flags(app, argc, argv); }
+int parse(CLI::App& app, int argc, char** argv) {
+  return parse_flags(app, argc, argv);
+}
 
 // Loads --tokenizer; prints the error naming the flag on failure.
 std::optional<recipe::Tokenizer> load(const std::string& cmd, const std::string& path) {

@@ -23,8 +23,8 @@ inline int parse_flags(CLI::App& app, int argc, char** argv) {
 
 }  // namespace di::cli
 
-#define DI_PARSE_FLAGS(app, argc, argv)                          \
-  do {                                                           \
+#define DI_PARSE_FLAGS(app, argc, argv)                               \
+  do {                                                                \
     const int di_parse_rc_ = ::di::cli::parse_flags(app, argc, argv); \
-    if (di_parse_rc_ >= 0) return di_parse_rc_;                  \
+    if (di_parse_rc_ >= 0) return di_parse_rc_;                       \
   } while (0)

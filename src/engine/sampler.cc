@@ -31,7 +31,9 @@ double counter_uniform(uint64_t seed, uint64_t stream, uint64_t position) {
   return static_cast<double>(r >> 11) * 0x1.0p-53;
 }
 
-int32_t sample_token(std::span<const float> logits, const SamplingParams& p, uint64_t stream,
+int32_t sample_token(std::span<const float> logits,
+                     const SamplingParams& p,
+                     uint64_t stream,
                      uint64_t position) {
   const int32_t V = static_cast<int32_t>(logits.size());
   if (p.temperature == 0.0f) {

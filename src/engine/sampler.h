@@ -23,7 +23,9 @@ Status validate_sampling(const SamplingParams& p);
 // A uniform double in [0, 1) from (seed, stream, position); stream separates choices (n > 1).
 double counter_uniform(uint64_t seed, uint64_t stream, uint64_t position);
 
-int32_t sample_token(std::span<const float> logits, const SamplingParams& p, uint64_t stream,
+int32_t sample_token(std::span<const float> logits,
+                     const SamplingParams& p,
+                     uint64_t stream,
                      uint64_t position);
 
 }  // namespace di::engine

@@ -28,7 +28,8 @@ void Model::output_projection(int layer, RowsView o, RowsView out) const {
     WeightView wg{WeightFormat::kF32, rank, in,
                   reinterpret_cast<const uint8_t*>(a.wo_a.data() + g * rank * in), nullptr};
     ops_->linear(ConstRowsView(slice.data(), T, in), wg, RowsView{part.data(), T, rank}, true);
-    for (int64_t r = 0; r < T; ++r) std::copy_n(part.begin() + r * rank, rank, grouped.begin() + r * groups * rank + g * rank);
+    for (int64_t r = 0; r < T; ++r)
+      std::copy_n(part.begin() + r * rank, rank, grouped.begin() + r * groups * rank + g * rank);
   }
   ops_->linear(ConstRowsView(grouped.data(), T, groups * rank), a.wo_b, out, true);
 }
@@ -75,14 +76,16 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
   // the query's own position and selection, never on the batch.
   int64_t max_sel = 0;
   if (selection) {
-    for (const auto& s : *selection) max_sel = std::max<int64_t>(max_sel, static_cast<int64_t>(s.size()));
+    for (const auto& s : *selection)
+      max_sel = std::max<int64_t>(max_sel, static_cast<int64_t>(s.size()));
   }
   const int64_t n_keys = win + max_sel;
   std::vector<const float*> keys(static_cast<size_t>(T * n_keys), nullptr);
   for (int64_t r = 0; r < T; ++r) {
     const int chunk = ctx.row_chunk[static_cast<size_t>(r)];
     SequenceState& seq = *ctx.chunks[static_cast<size_t>(chunk)].seq;
-    const int64_t chunk_start = seq.num_tokens, row0 = ctx.chunk_row_begin[static_cast<size_t>(chunk)];
+    const int64_t chunk_start = seq.num_tokens,
+                  row0 = ctx.chunk_row_begin[static_cast<size_t>(chunk)];
     const int64_t pos = ctx.positions[static_cast<size_t>(r)];
     const float** kr = keys.data() + r * n_keys;
     for (int64_t i = 0; i < win; ++i) {

@@ -42,7 +42,9 @@ struct Stream {
 };
 
 // Values with standard deviation `std` (uniform: half-width std * sqrt(3)).
-float draw(const Stream& s, int64_t i, float std) { return s(i) * std * 1.7320508f; }
+float draw(const Stream& s, int64_t i, float std) {
+  return s(i) * std * 1.7320508f;
+}
 
 uint8_t e8m0_of(float pow2) {
   int e;
@@ -50,19 +52,25 @@ uint8_t e8m0_of(float pow2) {
   return static_cast<uint8_t>(e - 1 + 127);
 }
 
-void add_fp8_matrix(weights::SafetensorsWriter& w, const std::string& prefix, int64_t out,
-                    int64_t in, const Stream& s, float std) {
+void add_fp8_matrix(weights::SafetensorsWriter& w,
+                    const std::string& prefix,
+                    int64_t out,
+                    int64_t in,
+                    const Stream& s,
+                    float std) {
   const int64_t rb = (out + 31) / 32, cb = (in + 31) / 32;
   auto scales = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(rb * cb));
   w.add(prefix + ".weight", DType::kF8E4M3, {out, in}, [=](uint8_t* dst, size_t) {
     std::vector<float> rows(static_cast<size_t>(32 * in));
     for (int64_t b = 0; b < rb; ++b) {
       const int64_t r0 = b * 32, nr = std::min<int64_t>(32, out - r0);
-      for (int64_t i = 0; i < nr * in; ++i) rows[static_cast<size_t>(i)] = draw(s, r0 * in + i, std);
+      for (int64_t i = 0; i < nr * in; ++i)
+        rows[static_cast<size_t>(i)] = draw(s, r0 * in + i, std);
       for (int64_t c = 0; c < cb; ++c) {
         float amax = 1e-12f;
         for (int64_t r = 0; r < nr; ++r)
-          for (int64_t k = c * 32; k < std::min(in, c * 32 + 32); ++k) amax = std::max(amax, std::fabs(rows[static_cast<size_t>(r * in + k)]));
+          for (int64_t k = c * 32; k < std::min(in, c * 32 + 32); ++k)
+            amax = std::max(amax, std::fabs(rows[static_cast<size_t>(r * in + k)]));
         const float scale = pow2_ceil_scale(amax / kFp8Max);
         (*scales)[static_cast<size_t>(b * cb + c)] = e8m0_of(scale);
         for (int64_t r = 0; r < nr; ++r)
@@ -76,35 +84,41 @@ void add_fp8_matrix(weights::SafetensorsWriter& w, const std::string& prefix, in
 }
 
 // Row-wise blocks of 32 (FP4 experts; Engram tables in FP8).
-void add_rowblock_matrix(weights::SafetensorsWriter& w, const std::string& prefix, int64_t out,
-                         int64_t in, const Stream& s, float std, bool fp4) {
+void add_rowblock_matrix(weights::SafetensorsWriter& w,
+                         const std::string& prefix,
+                         int64_t out,
+                         int64_t in,
+                         const Stream& s,
+                         float std,
+                         bool fp4) {
   const int64_t cb = in / 32;
   auto scales = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(out * cb));
   const std::string wname = prefix + (fp4 ? ".weight" : ".weight");
-  w.add(wname, fp4 ? DType::kI8 : DType::kF8E4M3, {out, fp4 ? in / 2 : in}, [=](uint8_t* dst, size_t) {
-    float v[32];
-    for (int64_t r = 0; r < out; ++r) {
-      for (int64_t c = 0; c < cb; ++c) {
-        float amax = 1e-12f;
-        for (int i = 0; i < 32; ++i) {
-          v[i] = draw(s, r * in + c * 32 + i, std);
-          amax = std::max(amax, std::fabs(v[i]));
-        }
-        const float scale = pow2_ceil_scale(amax / (fp4 ? kFp4Max : kFp8Max));
-        (*scales)[static_cast<size_t>(r * cb + c)] = e8m0_of(scale);
-        for (int i = 0; i < 32; ++i) {
-          if (fp4) {
-            const int64_t k = c * 32 + i;
-            uint8_t code = float_to_e2m1(std::clamp(v[i] / scale, -kFp4Max, kFp4Max));
-            uint8_t& byte = dst[r * (in / 2) + k / 2];
-            byte = (k & 1) ? static_cast<uint8_t>((byte & 0x0f) | (code << 4)) : code;
-          } else {
-            dst[r * in + c * 32 + i] = float_to_e4m3(v[i] / scale);
+  w.add(wname, fp4 ? DType::kI8 : DType::kF8E4M3, {out, fp4 ? in / 2 : in},
+        [=](uint8_t* dst, size_t) {
+          float v[32];
+          for (int64_t r = 0; r < out; ++r) {
+            for (int64_t c = 0; c < cb; ++c) {
+              float amax = 1e-12f;
+              for (int i = 0; i < 32; ++i) {
+                v[i] = draw(s, r * in + c * 32 + i, std);
+                amax = std::max(amax, std::fabs(v[i]));
+              }
+              const float scale = pow2_ceil_scale(amax / (fp4 ? kFp4Max : kFp8Max));
+              (*scales)[static_cast<size_t>(r * cb + c)] = e8m0_of(scale);
+              for (int i = 0; i < 32; ++i) {
+                if (fp4) {
+                  const int64_t k = c * 32 + i;
+                  uint8_t code = float_to_e2m1(std::clamp(v[i] / scale, -kFp4Max, kFp4Max));
+                  uint8_t& byte = dst[r * (in / 2) + k / 2];
+                  byte = (k & 1) ? static_cast<uint8_t>((byte & 0x0f) | (code << 4)) : code;
+                } else {
+                  dst[r * in + c * 32 + i] = float_to_e4m3(v[i] / scale);
+                }
+              }
+            }
           }
-        }
-      }
-    }
-  });
+        });
   w.add(prefix + ".scale", DType::kF8E8M0, {out, cb},
         [scales](uint8_t* dst, size_t n) { std::memcpy(dst, scales->data(), n); });
 }
@@ -115,9 +129,15 @@ void add_tensor(weights::SafetensorsWriter& w, const TensorSpec& t, uint64_t see
   const int64_t in = t.shape.size() > 1 ? t.shape[1] : t.shape[0];
   const float std = 1.0f / std::sqrt(static_cast<float>(in));
   switch (t.kind) {
-    case TensorKind::kFp8Matrix: add_fp8_matrix(w, t.name, t.shape[0], t.shape[1], s, std); break;
-    case TensorKind::kFp4Matrix: add_rowblock_matrix(w, t.name, t.shape[0], t.shape[1], s, std, true); break;
-    case TensorKind::kEngramTable: add_rowblock_matrix(w, t.name, t.shape[0], t.shape[1], s, 0.5f, false); break;
+    case TensorKind::kFp8Matrix:
+      add_fp8_matrix(w, t.name, t.shape[0], t.shape[1], s, std);
+      break;
+    case TensorKind::kFp4Matrix:
+      add_rowblock_matrix(w, t.name, t.shape[0], t.shape[1], s, std, true);
+      break;
+    case TensorKind::kEngramTable:
+      add_rowblock_matrix(w, t.name, t.shape[0], t.shape[1], s, 0.5f, false);
+      break;
     case TensorKind::kBf16Matrix:
     case TensorKind::kNormWeight: {
       const bool norm = t.kind == TensorKind::kNormWeight;
@@ -157,34 +177,43 @@ Status write_text(const fs::path& path, const std::string& text) {
 
 std::string synthetic_tokenizer_json(int vocab_size) {
   // Built as text: nlohmann's ordered_json inserts in linear time, quadratic for a full vocabulary.
-  std::string vocab = "{\"<｜begin▁of▁sentence｜>\": 0, \"<｜end▁of▁sentence｜>\": 1, \"<｜▁pad▁｜>\": 2";
+  std::string vocab =
+      "{\"<｜begin▁of▁sentence｜>\": 0, \"<｜end▁of▁sentence｜>\": 1, \"<｜▁pad▁｜>\": 2";
   static const char* kCase[] = {"w", "W", " w", " W"};
   for (int id = 3; id < vocab_size; ++id) {
     // Four spellings per word: lower/upper case, with and without a leading space.
-    vocab += ", \"" + std::string(kCase[id % 4]) + std::to_string(id / 4) + "\": " + std::to_string(id);
+    vocab +=
+        ", \"" + std::string(kCase[id % 4]) + std::to_string(id / 4) + "\": " + std::to_string(id);
   }
   vocab += "}";
   return "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null, \"added_tokens\": [], "
-         "\"normalizer\": null, \"pre_tokenizer\": null, \"post_processor\": null, \"decoder\": null, "
-         "\"model\": {\"type\": \"WordLevel\", \"unk_token\": \"<｜▁pad▁｜>\", \"vocab\": " + vocab + "}}\n";
+         "\"normalizer\": null, \"pre_tokenizer\": null, \"post_processor\": null, \"decoder\": "
+         "null, "
+         "\"model\": {\"type\": \"WordLevel\", \"unk_token\": \"<｜▁pad▁｜>\", \"vocab\": " +
+         vocab + "}}\n";
 }
 
 Expected<ModelConfig> write_random_checkpoint(ModelConfig c, const InitOptions& o) {
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
-  if (ec) return Status(StatusCode::kUnavailable, "cannot create " + o.out_dir + ": " + ec.message());
+  if (ec)
+    return Status(StatusCode::kUnavailable, "cannot create " + o.out_dir + ": " + ec.message());
   const fs::path dir(o.out_dir);
   if (o.tokenizer_path.empty()) {
     DI_RETURN_IF_ERROR(write_text(dir / "tokenizer.json", synthetic_tokenizer_json(c.vocab_size)));
   } else {
-    fs::copy_file(o.tokenizer_path, dir / "tokenizer.json", fs::copy_options::overwrite_existing, ec);
+    fs::copy_file(o.tokenizer_path, dir / "tokenizer.json", fs::copy_options::overwrite_existing,
+                  ec);
     if (ec) return invalid_argument("--tokenizer " + o.tokenizer_path + ": " + ec.message());
   }
   if (!c.engram_layer_ids.empty()) {
-    DI_ASSIGN_OR_RETURN(auto map, engram::build_compressed_token_map_from_file((dir / "tokenizer.json").string()));
+    DI_ASSIGN_OR_RETURN(
+        auto map, engram::build_compressed_token_map_from_file((dir / "tokenizer.json").string()));
     c.engram_compressed_vocab_size = map.num_classes;
     engram::EngramLayoutConfig lc{{c.engram_layer_ids.begin(), c.engram_layer_ids.end()},
-                                  c.engram_max_ngram_size, c.engram_n_heads, c.engram_vocab_size};
+                                  c.engram_max_ngram_size,
+                                  c.engram_n_heads,
+                                  c.engram_vocab_size};
     DI_ASSIGN_OR_RETURN(auto layout, engram::EngramLayout::from_config(lc));
     c.engram_num_embeddings = layout.table_rows;
   }

@@ -26,7 +26,9 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
   if (ratio == 1) {
     latent.resize(static_cast<size_t>(T * D));
     ops_->linear(u, a.comp_wkv, RowsView{latent.data(), T, D}, true);
-    for (int64_t r = 0; r < T; ++r) owner.emplace_back(ctx.row_chunk[static_cast<size_t>(r)], ctx.positions[static_cast<size_t>(r)]);
+    for (int64_t r = 0; r < T; ++r)
+      owner.emplace_back(ctx.row_chunk[static_cast<size_t>(r)],
+                         ctx.positions[static_cast<size_t>(r)]);
   } else {
     // fp32 projections (the reference promotes these weights and x to fp32)
     std::vector<float> kv(static_cast<size_t>(T * D)), score(static_cast<size_t>(T * D));
@@ -35,7 +37,8 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
     std::vector<float> pooled(static_cast<size_t>(D));
     for (int64_t r = 0; r < T; ++r) {
       const int ch = ctx.row_chunk[static_cast<size_t>(r)];
-      CompressedStream& s = ctx.chunks[static_cast<size_t>(ch)].seq->streams[static_cast<size_t>(stream)];
+      CompressedStream& s =
+          ctx.chunks[static_cast<size_t>(ch)].seq->streams[static_cast<size_t>(stream)];
       const int64_t pos = ctx.positions[static_cast<size_t>(r)];
       const int64_t slot = pos % ratio;
       std::copy_n(kv.begin() + r * D, D, s.partial_kv.begin() + slot * D);
@@ -51,7 +54,8 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
   RowsView lat{latent.data(), n, D};
   ops_->rms_norm(lat, a.comp_norm.data(), c.norm_eps, lat);
   std::vector<int64_t> rope_pos(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) rope_pos[static_cast<size_t>(i)] = owner[static_cast<size_t>(i)].second * ratio;
+  for (int64_t i = 0; i < n; ++i)
+    rope_pos[static_cast<size_t>(i)] = owner[static_cast<size_t>(i)].second * ratio;
   const auto& rope = rope_[static_cast<size_t>(layer)];
 
   // Index keys from the latent before its RoPE.
@@ -78,16 +82,22 @@ namespace {
 
 // Blocks of `block_size` entries ranked by their best score; the block holding the newest visible
 // entry is pinned first; keep up to `topk_blocks` blocks with a finite score (ties: lower block).
-std::vector<int32_t> candidate_blocks(const float* scores, int64_t visible, int block_size,
+std::vector<int32_t> candidate_blocks(const float* scores,
+                                      int64_t visible,
+                                      int block_size,
                                       int topk_blocks) {
   const float inf = std::numeric_limits<float>::infinity();
   const int64_t nb = (visible + block_size - 1) / block_size;
   std::vector<float> bs(static_cast<size_t>(nb), -inf);
-  for (int64_t s = 0; s < visible; ++s) bs[static_cast<size_t>(s / block_size)] = std::max(bs[static_cast<size_t>(s / block_size)], scores[s]);
+  for (int64_t s = 0; s < visible; ++s)
+    bs[static_cast<size_t>(s / block_size)] =
+        std::max(bs[static_cast<size_t>(s / block_size)], scores[s]);
   if (visible > 0) bs[static_cast<size_t>((visible - 1) / block_size)] = inf;
   std::vector<int32_t> order(static_cast<size_t>(nb));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return bs[static_cast<size_t>(x)] > bs[static_cast<size_t>(y)]; });
+  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
+    return bs[static_cast<size_t>(x)] > bs[static_cast<size_t>(y)];
+  });
   std::vector<int32_t> keep;
   for (int32_t b : order) {
     if (static_cast<int>(keep.size()) == topk_blocks || bs[static_cast<size_t>(b)] == -inf) break;
@@ -126,8 +136,8 @@ void Model::index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstR
              ctx.positions.data(), rope_[static_cast<size_t>(layer)], false);
   ops_->fake_quant_fp4(q_v, backend::Fp4ScaleKind::kUe8m0Block32);
   ops_->linear(u, a.idx_weights_proj, RowsView{w.data(), T, Hi}, true);
-  const float head_scale =
-      static_cast<float>(std::pow(static_cast<double>(Di), -0.5) * std::pow(static_cast<double>(Hi), -0.5));
+  const float head_scale = static_cast<float>(std::pow(static_cast<double>(Di), -0.5) *
+                                              std::pow(static_cast<double>(Hi), -0.5));
   for (float& x : w) x = round_bf16(x * head_scale);
 
   const bool is_candidate_source = layer == c.candidate_source_layer;
@@ -140,9 +150,11 @@ void Model::index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstR
     const int64_t row0 = ctx.chunk_row_begin[ch];
     const int64_t rows = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
     std::vector<const float*> keys(static_cast<size_t>(n_entries));
-    for (int64_t e = 0; e < n_entries; ++e) keys[static_cast<size_t>(e)] = ctx.pool->index_key_row(seq, stream, e);
+    for (int64_t e = 0; e < n_entries; ++e)
+      keys[static_cast<size_t>(e)] = ctx.pool->index_key_row(seq, stream, e);
     std::vector<int64_t> visible(static_cast<size_t>(rows));
-    for (int64_t i = 0; i < rows; ++i) visible[static_cast<size_t>(i)] = (ctx.positions[static_cast<size_t>(row0 + i)] + 1) / ratio;
+    for (int64_t i = 0; i < rows; ++i)
+      visible[static_cast<size_t>(i)] = (ctx.positions[static_cast<size_t>(row0 + i)] + 1) / ratio;
     std::vector<float> scores(static_cast<size_t>(rows * n_entries));
     backend::IndexScoreArgs args;
     args.q = q.data() + row0 * Hi * Di;
@@ -160,11 +172,13 @@ void Model::index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstR
       const int64_t vis = visible[static_cast<size_t>(i)];
       const size_t row = static_cast<size_t>(row0 + i);
       if (is_candidate_source) {
-        ctx.candidate_blocks[row] = candidate_blocks(s, vis, c.candidate_block_size, c.candidate_topk_blocks);
+        ctx.candidate_blocks[row] =
+            candidate_blocks(s, vis, c.candidate_block_size, c.candidate_topk_blocks);
       } else if (uses_candidates) {
         const auto& blocks = ctx.candidate_blocks[row];
         for (int64_t e = 0; e < vis; ++e) {
-          if (!std::binary_search(blocks.begin(), blocks.end(), static_cast<int32_t>(e / c.candidate_block_size))) {
+          if (!std::binary_search(blocks.begin(), blocks.end(),
+                                  static_cast<int32_t>(e / c.candidate_block_size))) {
             s[e] = -std::numeric_limits<float>::infinity();
           }
         }

@@ -7,16 +7,22 @@ namespace di::model {
 
 const char* layer_mode_name(LayerMode mode) {
   switch (mode) {
-    case LayerMode::kSwa: return "SWA";
-    case LayerMode::kFull: return "Full";
-    case LayerMode::kReuse: return "Reuse";
-    case LayerMode::kReindex: return "Reindex";
+    case LayerMode::kSwa:
+      return "SWA";
+    case LayerMode::kFull:
+      return "Full";
+    case LayerMode::kReuse:
+      return "Reuse";
+    case LayerMode::kReindex:
+      return "Reindex";
   }
   return "?";
 }
 
 namespace {
-bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 }  // namespace
 
 bool ModelConfig::is_kv_source(int layer) const {
@@ -75,13 +81,14 @@ Status require(bool ok, const std::string& message) {
 
 Status validate_layers(const ModelConfig& c) {
   int total = c.num_total_layers();
-  DI_RETURN_IF_ERROR(require(static_cast<int>(c.compress_ratios.size()) == total,
-                             "compress_ratios has " + std::to_string(c.compress_ratios.size()) +
-                                 " entries, expected n_layers + n_mtp_layers = " +
-                                 std::to_string(total)));
+  DI_RETURN_IF_ERROR(
+      require(static_cast<int>(c.compress_ratios.size()) == total,
+              "compress_ratios has " + std::to_string(c.compress_ratios.size()) +
+                  " entries, expected n_layers + n_mtp_layers = " + std::to_string(total)));
   for (int i = 0; i < total; ++i) {
     int r = c.compress_ratios[i];
-    DI_RETURN_IF_ERROR(require(r >= 0 && r <= 64, "compress_ratios[" + std::to_string(i) + "] out of range"));
+    DI_RETURN_IF_ERROR(
+        require(r >= 0 && r <= 64, "compress_ratios[" + std::to_string(i) + "] out of range"));
     if (i >= c.n_layers) {
       DI_RETURN_IF_ERROR(require(r == 0, "DSpark layers must have compress ratio 0"));
     }
@@ -99,8 +106,8 @@ Status validate_layers(const ModelConfig& c) {
   for (int l = 0; l < c.n_layers; ++l) {
     if (c.compress_ratios[l] == 0) continue;
     int src = c.kv_source_of(l);
-    DI_RETURN_IF_ERROR(require(src >= 0, "layer " + std::to_string(l) +
-                                             " compresses but no kv source precedes it"));
+    DI_RETURN_IF_ERROR(require(
+        src >= 0, "layer " + std::to_string(l) + " compresses but no kv source precedes it"));
     DI_RETURN_IF_ERROR(require(c.compress_ratios[src] == c.compress_ratios[l],
                                "layer " + std::to_string(l) + " has ratio " +
                                    std::to_string(c.compress_ratios[l]) + " but its kv source " +
@@ -109,9 +116,9 @@ Status validate_layers(const ModelConfig& c) {
                                "layer " + std::to_string(l) + " has no preceding index source"));
   }
   if (c.candidate_source_layer >= 0) {
-    DI_RETURN_IF_ERROR(require(c.is_index_source(c.candidate_source_layer) &&
-                                   c.is_kv_source(c.candidate_source_layer),
-                               "candidate_source_layer must be a kv and index source"));
+    DI_RETURN_IF_ERROR(require(
+        c.is_index_source(c.candidate_source_layer) && c.is_kv_source(c.candidate_source_layer),
+        "candidate_source_layer must be a kv and index source"));
     DI_RETURN_IF_ERROR(require(c.candidate_topk_blocks > 0 && c.candidate_block_size > 0,
                                "candidate_topk_blocks and candidate_block_size must be > 0"));
   }
@@ -121,11 +128,13 @@ Status validate_layers(const ModelConfig& c) {
 Status validate_dims(const ModelConfig& c) {
   DI_RETURN_IF_ERROR(require(c.vocab_size > 0 && c.dim > 0 && c.n_layers > 0 && c.n_heads > 0,
                              "vocab_size, dim, n_layers and n_heads must be > 0"));
-  DI_RETURN_IF_ERROR(require(c.dim % 32 == 0 && c.moe_inter_dim % 32 == 0 && c.q_lora_rank % 32 == 0,
-                             "dim, moe_inter_dim and q_lora_rank must be multiples of 32"));
-  DI_RETURN_IF_ERROR(require(c.head_dim % 32 == 0 && c.rope_head_dim > 0 &&
-                                 c.rope_head_dim % 2 == 0 && c.rope_head_dim <= c.head_dim,
-                             "head_dim must be a multiple of 32 and rope_head_dim even, <= head_dim"));
+  DI_RETURN_IF_ERROR(
+      require(c.dim % 32 == 0 && c.moe_inter_dim % 32 == 0 && c.q_lora_rank % 32 == 0,
+              "dim, moe_inter_dim and q_lora_rank must be multiples of 32"));
+  DI_RETURN_IF_ERROR(
+      require(c.head_dim % 32 == 0 && c.rope_head_dim > 0 && c.rope_head_dim % 2 == 0 &&
+                  c.rope_head_dim <= c.head_dim,
+              "head_dim must be a multiple of 32 and rope_head_dim even, <= head_dim"));
   DI_RETURN_IF_ERROR(require(c.o_groups > 0 && c.n_heads % c.o_groups == 0,
                              "n_heads must be divisible by o_groups"));
   DI_RETURN_IF_ERROR(require(c.o_lora_rank > 0 && (c.o_groups * c.o_lora_rank) % 32 == 0,
@@ -135,16 +144,19 @@ Status validate_dims(const ModelConfig& c) {
                                  c.n_activated_experts <= c.n_routed_experts,
                              "need 0 < n_activated_experts <= n_routed_experts"));
   DI_RETURN_IF_ERROR(require(c.n_shared_experts == 1, "n_shared_experts must be 1"));
-  DI_RETURN_IF_ERROR(require(c.score_func == "sqrtsoftplus" || c.score_func == "sigmoid" ||
-                                 c.score_func == "softmax",
-                             "score_func must be sqrtsoftplus, sigmoid or softmax"));
-  DI_RETURN_IF_ERROR(require(c.dtype == "fp8" || c.dtype == "bf16", "dtype must be \"fp8\" or \"bf16\""));
-  DI_RETURN_IF_ERROR(require(c.expert_dtype == "fp4" || c.expert_dtype == "fp8" ||
-                                 (c.dtype == "bf16" && c.expert_dtype.empty()),
-                             "expert_dtype must be \"fp4\" or \"fp8\" (or empty for a bf16 model)"));
-  DI_RETURN_IF_ERROR(require(c.hc_mult > 0 && c.hc_sinkhorn_iters > 0, "hc_mult and hc_sinkhorn_iters must be > 0"));
-  bool any_compress = std::any_of(c.compress_ratios.begin(), c.compress_ratios.end(),
-                                  [](int r) { return r > 0; });
+  DI_RETURN_IF_ERROR(require(
+      c.score_func == "sqrtsoftplus" || c.score_func == "sigmoid" || c.score_func == "softmax",
+      "score_func must be sqrtsoftplus, sigmoid or softmax"));
+  DI_RETURN_IF_ERROR(
+      require(c.dtype == "fp8" || c.dtype == "bf16", "dtype must be \"fp8\" or \"bf16\""));
+  DI_RETURN_IF_ERROR(
+      require(c.expert_dtype == "fp4" || c.expert_dtype == "fp8" ||
+                  (c.dtype == "bf16" && c.expert_dtype.empty()),
+              "expert_dtype must be \"fp4\" or \"fp8\" (or empty for a bf16 model)"));
+  DI_RETURN_IF_ERROR(require(c.hc_mult > 0 && c.hc_sinkhorn_iters > 0,
+                             "hc_mult and hc_sinkhorn_iters must be > 0"));
+  bool any_compress =
+      std::any_of(c.compress_ratios.begin(), c.compress_ratios.end(), [](int r) { return r > 0; });
   if (any_compress) {
     DI_RETURN_IF_ERROR(require(c.index_n_heads > 0 && c.index_head_dim % 32 == 0 &&
                                    c.index_head_dim >= c.rope_head_dim && c.index_topk > 0,
@@ -159,9 +171,10 @@ Status validate_extras(const ModelConfig& c) {
   if (!c.engram_layer_ids.empty()) {
     DI_RETURN_IF_ERROR(require(c.engram_num_embeddings.size() == c.engram_layer_ids.size(),
                                "engram_num_embeddings needs one entry per engram layer"));
-    DI_RETURN_IF_ERROR(require(c.engram_max_ngram_size >= 2 && c.engram_n_heads > 0 &&
-                                   c.engram_head_dim % 32 == 0 && c.engram_head_dim > 0,
-                               "engram needs max_ngram_size >= 2, n_heads > 0, head_dim % 32 == 0"));
+    DI_RETURN_IF_ERROR(
+        require(c.engram_max_ngram_size >= 2 && c.engram_n_heads > 0 &&
+                    c.engram_head_dim % 32 == 0 && c.engram_head_dim > 0,
+                "engram needs max_ngram_size >= 2, n_heads > 0, head_dim % 32 == 0"));
     DI_RETURN_IF_ERROR(require(c.engram_compressed_vocab_size > 0 && c.engram_vocab_size > 1,
                                "engram_compressed_vocab_size and engram_vocab_size must be set"));
     for (int l : c.engram_layer_ids) {
@@ -174,8 +187,9 @@ Status validate_extras(const ModelConfig& c) {
       DI_RETURN_IF_ERROR(require(l >= 0 && l < c.n_layers, "dspark_target_layer_ids out of range"));
     }
     DI_RETURN_IF_ERROR(require(c.dspark_markov_rank > 0, "dspark_markov_rank must be > 0"));
-    DI_RETURN_IF_ERROR(require(c.dspark_noise_token_id >= 0 && c.dspark_noise_token_id < c.vocab_size,
-                               "dspark_noise_token_id out of range"));
+    DI_RETURN_IF_ERROR(
+        require(c.dspark_noise_token_id >= 0 && c.dspark_noise_token_id < c.vocab_size,
+                "dspark_noise_token_id out of range"));
   }
   return Status();
 }

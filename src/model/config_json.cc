@@ -197,16 +197,21 @@ const std::map<std::string, std::string>& hf_text_names() {
 
 const std::set<std::string>& hf_top_level_names() {
   static const std::set<std::string> names = {
-      "architectures", "model_type",       "dtype",          "torch_dtype",  "bos_token_id",
-      "eos_token_id",  "pad_token_id",     "image_token_id", "text_config",  "vision_config",
-      "quantization_config", "transformers_version", "tie_word_embeddings"};
+      "architectures",      "model_type",          "dtype",
+      "torch_dtype",        "bos_token_id",        "eos_token_id",
+      "pad_token_id",       "image_token_id",      "text_config",
+      "vision_config",      "quantization_config", "transformers_version",
+      "tie_word_embeddings"};
   return names;
 }
 
-Status apply_field(const std::string& name, const json& value, ModelConfig& config,
+Status apply_field(const std::string& name,
+                   const json& value,
+                   ModelConfig& config,
                    const std::string& where) {
   auto it = official_fields().find(name);
-  if (it == official_fields().end()) return invalid_argument(where + ": unknown field '" + name + "'");
+  if (it == official_fields().end())
+    return invalid_argument(where + ": unknown field '" + name + "'");
   return it->second(value, config).with_context(where + ": field '" + name + "'");
 }
 
@@ -237,7 +242,8 @@ Status parse_hf_text(const json& t, ModelConfig& config) {
     if (!rs.is_object()) return invalid_argument("text_config: rope_scaling must be an object");
     for (const auto& [name, value] : rs.items()) {
       if (name == "rope_type" || name == "type") {
-        if (value != "yarn") return invalid_argument("text_config.rope_scaling: only yarn is supported");
+        if (value != "yarn")
+          return invalid_argument("text_config.rope_scaling: only yarn is supported");
       } else if (name == "factor") {
         DI_RETURN_IF_ERROR(apply_field("rope_factor", value, config, "rope_scaling.factor"));
       } else if (name == "beta_fast" || name == "beta_slow") {
@@ -258,7 +264,8 @@ Status parse_hf(const json& j, ModelConfig& config) {
       return invalid_argument("config.json: unknown top-level field '" + name + "'");
     }
   }
-  if (!j["text_config"].is_object()) return invalid_argument("config.json: text_config must be an object");
+  if (!j["text_config"].is_object())
+    return invalid_argument("config.json: text_config must be an object");
   DI_RETURN_IF_ERROR(parse_hf_text(j["text_config"], config));
   if (j.contains("image_token_id")) {
     DI_RETURN_IF_ERROR(apply_field("image_token_id", j["image_token_id"], config, "config.json"));

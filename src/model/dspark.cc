@@ -16,7 +16,8 @@ void Model::seed_dspark(ForwardContext& ctx) const {
   const int64_t nt = static_cast<int64_t>(c.dspark_target_layer_ids.size());
   std::vector<float> main_x(static_cast<size_t>(T * dim)), kv(static_cast<size_t>(T * D));
   RowsView mx{main_x.data(), T, dim}, kv_v{kv.data(), T, D};
-  ops_->linear(ConstRowsView(ctx.main_hidden.data(), T, nt * dim), weights_.dspark.main_proj, mx, true);
+  ops_->linear(ConstRowsView(ctx.main_hidden.data(), T, nt * dim), weights_.dspark.main_proj, mx,
+               true);
   ops_->rms_norm(mx, weights_.dspark.main_norm.data(), c.norm_eps, mx);
   for (int layer = c.n_layers; layer < c.num_total_layers(); ++layer) {
     const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
@@ -63,7 +64,8 @@ void Model::dspark_attention(int layer, ForwardContext& ctx, ConstRowsView u, Ro
   const int64_t n_keys = ring + T;
   std::vector<const float*> keys(static_cast<size_t>(T * n_keys));
   for (int64_t r = 0; r < T; ++r) {
-    for (int64_t s = 0; s < ring; ++s) keys[static_cast<size_t>(r * n_keys + s)] = ctx.pool->window_row(seq, layer, s);
+    for (int64_t s = 0; s < ring; ++s)
+      keys[static_cast<size_t>(r * n_keys + s)] = ctx.pool->window_row(seq, layer, s);
     for (int64_t b = 0; b < T; ++b) keys[static_cast<size_t>(r * n_keys + ring + b)] = kv_v.row(b);
   }
   std::vector<float> o(static_cast<size_t>(T * H * D));
@@ -84,14 +86,15 @@ void Model::dspark_attention(int layer, ForwardContext& ctx, ConstRowsView u, Ro
   output_projection(layer, o_v, out);
 }
 
-Expected<DraftResult> Model::draft(StatePool& pool, SequenceState& seq, int32_t token,
+Expected<DraftResult> Model::draft(StatePool& pool,
+                                   SequenceState& seq,
+                                   int32_t token,
                                    std::span<const int32_t> markov_tokens) const {
   const ModelConfig& c = config_;
   if (!c.has_dspark()) return unimplemented("draft: this model has no DSpark layers");
   if (seq.num_tokens == 0) return invalid_argument("draft: the sequence has no context yet");
   if (token < 0 || token >= c.vocab_size) return invalid_argument("draft: token out of range");
-  if (!markov_tokens.empty() &&
-      static_cast<int>(markov_tokens.size()) != c.dspark_block_size - 1) {
+  if (!markov_tokens.empty() && static_cast<int>(markov_tokens.size()) != c.dspark_block_size - 1) {
     return invalid_argument("draft: markov_tokens needs block_size - 1 ids");
   }
   for (int32_t t : markov_tokens) {
@@ -114,7 +117,8 @@ Expected<DraftResult> Model::draft(StatePool& pool, SequenceState& seq, int32_t 
   embed(ctx, xv);
   std::vector<float> pre_mix(static_cast<size_t>(B * hc), 0.0f);
   for (int64_t r = 0; r < B; ++r) pre_mix[static_cast<size_t>(r * hc)] = 1.0f;
-  for (int layer = c.n_layers; layer < c.num_total_layers(); ++layer) run_block(layer, ctx, xv, pre_mix);
+  for (int layer = c.n_layers; layer < c.num_total_layers(); ++layer)
+    run_block(layer, ctx, xv, pre_mix);
 
   std::vector<float> h(static_cast<size_t>(B * dim)), hn(static_cast<size_t>(B * dim));
   ops_->hc_collapse(xv, pre_mix.data(), static_cast<int>(hc), RowsView{h.data(), B, dim});
@@ -122,7 +126,8 @@ Expected<DraftResult> Model::draft(StatePool& pool, SequenceState& seq, int32_t 
                  RowsView{hn.data(), B, dim});
   DraftResult result;
   result.logits.resize(static_cast<size_t>(B * V));
-  ops_->linear(ConstRowsView(hn.data(), B, dim), weights_.head, RowsView{result.logits.data(), B, V}, false);
+  ops_->linear(ConstRowsView(hn.data(), B, dim), weights_.head,
+               RowsView{result.logits.data(), B, V}, false);
 
   const int64_t rank = c.dspark_markov_rank;
   const uint16_t* markov = reinterpret_cast<const uint16_t*>(weights_.dspark.markov_embed.data);
@@ -130,9 +135,11 @@ Expected<DraftResult> Model::draft(StatePool& pool, SequenceState& seq, int32_t 
   std::vector<float> conf_in(static_cast<size_t>(dim + rank));
   result.tokens.push_back(token);
   for (int64_t i = 0; i < B; ++i) {
-    const int32_t prev = (i > 0 && !markov_tokens.empty()) ? markov_tokens[static_cast<size_t>(i - 1)]
-                                                           : result.tokens.back();
-    for (int64_t d = 0; d < rank; ++d) embed_row[static_cast<size_t>(d)] = bf16_to_float(markov[prev * rank + d]);
+    const int32_t prev = (i > 0 && !markov_tokens.empty())
+                             ? markov_tokens[static_cast<size_t>(i - 1)]
+                             : result.tokens.back();
+    for (int64_t d = 0; d < rank; ++d)
+      embed_row[static_cast<size_t>(d)] = bf16_to_float(markov[prev * rank + d]);
     ops_->linear(ConstRowsView(embed_row.data(), 1, rank), weights_.dspark.markov_head,
                  RowsView{bias.data(), 1, V}, false);
     float* row = result.logits.data() + i * V;

@@ -1,6 +1,7 @@
 // What one forward call works on: the chunks of tokens of several sequences laid out as rows, and
-// what attention layers hand down the stack within the call (the reference's SharedAttentionRuntime:
-// each index source's selection and the candidate blocks), plus an optional trace for checks.
+// what attention layers hand down the stack within the call (the reference's
+// SharedAttentionRuntime: each index source's selection and the candidate blocks), plus an optional
+// trace for checks.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +24,7 @@ struct ForwardTrace {
   std::map<int, std::vector<float>> moe_weights;    // layer -> [rows, topk]
   // layer -> [rows]: biased score of the k-th choice minus the (k+1)-th (the router's margin)
   std::map<int, std::vector<float>> moe_gap;
-  std::map<int, std::vector<std::vector<int32_t>>> selections;  // index source -> per row
+  std::map<int, std::vector<std::vector<int32_t>>> selections;        // index source -> per row
   std::map<int, std::vector<std::vector<int32_t>>> candidate_blocks;  // candidate source -> per row
 };
 

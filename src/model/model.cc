@@ -51,9 +51,10 @@ Status Model::init_engram(const std::string& dir) {
   DI_ASSIGN_OR_RETURN(engram::EngramLayout layout, engram::EngramLayout::from_config(lc));
   for (size_t i = 0; i < layout.table_rows.size(); ++i) {
     if (layout.table_rows[i] != c.engram_num_embeddings[i]) {
-      return invalid_argument("config: engram_num_embeddings[" + std::to_string(i) + "] = " +
-                              std::to_string(c.engram_num_embeddings[i]) +
-                              " but the prime layout gives " + std::to_string(layout.table_rows[i]));
+      return invalid_argument("config: engram_num_embeddings[" + std::to_string(i) +
+                              "] = " + std::to_string(c.engram_num_embeddings[i]) +
+                              " but the prime layout gives " +
+                              std::to_string(layout.table_rows[i]));
     }
   }
   DI_ASSIGN_OR_RETURN(auto multipliers,
@@ -75,7 +76,8 @@ Status Model::begin_forward(ForwardContext& ctx) const {
   ctx.chunk_row_begin.clear();
   for (size_t c = 0; c < ctx.chunks.size(); ++c) {
     const SequenceChunk& ch = ctx.chunks[c];
-    if (!ch.seq || ch.seq->slot < 0) return invalid_argument("forward: chunk without a live sequence");
+    if (!ch.seq || ch.seq->slot < 0)
+      return invalid_argument("forward: chunk without a live sequence");
     for (size_t d = 0; d < c; ++d) {
       if (ctx.chunks[d].seq == ch.seq) return invalid_argument("forward: a sequence appears twice");
     }
@@ -107,26 +109,27 @@ Status Model::begin_forward(ForwardContext& ctx) const {
       std::vector<int32_t> compressed(ch.tokens.size());
       DI_RETURN_IF_ERROR(engram::compress_tokens(token_map_, ch.tokens, compressed));
       engram::NgramHistory history = ch.seq->engram_history;  // committed in end_forward
-      DI_RETURN_IF_ERROR(hasher_->hash(
-          compressed, history,
-          std::span<int64_t>(all).subspan(
-              static_cast<size_t>(ctx.chunk_row_begin[c]) * n_layers * cols,
-              ch.tokens.size() * n_layers * cols)));
+      DI_RETURN_IF_ERROR(
+          hasher_->hash(compressed, history,
+                        std::span<int64_t>(all).subspan(
+                            static_cast<size_t>(ctx.chunk_row_begin[c]) * n_layers * cols,
+                            ch.tokens.size() * n_layers * cols)));
       ctx.engram_next_history.push_back(std::move(history));
     }
     for (size_t l = 0; l < n_layers; ++l) {
       auto& h = ctx.engram_hashes[config_.engram_layer_ids[l]];
       h.resize(static_cast<size_t>(ctx.num_rows) * cols);
       for (int64_t r = 0; r < ctx.num_rows; ++r) {
-        std::copy_n(all.begin() + (r * static_cast<int64_t>(n_layers) + static_cast<int64_t>(l)) * cols,
-                    cols, h.begin() + r * cols);
+        std::copy_n(
+            all.begin() + (r * static_cast<int64_t>(n_layers) + static_cast<int64_t>(l)) * cols,
+            cols, h.begin() + r * cols);
       }
     }
   }
   if (config_.has_dspark()) {
-    ctx.main_hidden.assign(static_cast<size_t>(ctx.num_rows) * config_.dspark_target_layer_ids.size() *
-                               config_.dim,
-                           0.0f);
+    ctx.main_hidden.assign(
+        static_cast<size_t>(ctx.num_rows) * config_.dspark_target_layer_ids.size() * config_.dim,
+        0.0f);
   }
   return Status();
 }
@@ -168,11 +171,15 @@ void Model::apply_engram(int layer, const ForwardContext& ctx, RowsView x) const
                     config_.hc_mult, config_.norm_eps);
 }
 
-void Model::run_block(int layer, ForwardContext& ctx, RowsView x, std::vector<float>& pre_mix) const {
+void Model::run_block(int layer,
+                      ForwardContext& ctx,
+                      RowsView x,
+                      std::vector<float>& pre_mix) const {
   const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
   const int hc = config_.hc_mult;
   const int64_t T = ctx.num_rows, dim = config_.dim;
-  std::vector<backend::HcCoefficients> attn_c(static_cast<size_t>(T)), ffn_c(static_cast<size_t>(T));
+  std::vector<backend::HcCoefficients> attn_c(static_cast<size_t>(T)),
+      ffn_c(static_cast<size_t>(T));
   std::vector<float> u(static_cast<size_t>(T * dim)), y(static_cast<size_t>(T * dim));
   std::vector<float> next(x.data, x.data + T * x.cols);
   RowsView u_view{u.data(), T, dim}, y_view{y.data(), T, dim};
@@ -188,7 +195,8 @@ void Model::run_block(int layer, ForwardContext& ctx, RowsView x, std::vector<fl
 
   // FFN site: collapse with the attention site's pre
   std::vector<float> attn_pre(static_cast<size_t>(T * hc));
-  for (int64_t r = 0; r < T; ++r) std::copy_n(attn_c[static_cast<size_t>(r)].pre, hc, attn_pre.begin() + r * hc);
+  for (int64_t r = 0; r < T; ++r)
+    std::copy_n(attn_c[static_cast<size_t>(r)].pre, hc, attn_pre.begin() + r * hc);
   ops_->hc_mixes(x, w.hc_ffn.fn.data(), w.hc_ffn.scale.data(), w.hc_ffn.base.data(), hc,
                  config_.hc_sinkhorn_iters, config_.hc_eps, config_.norm_eps, ffn_c.data());
   ops_->hc_collapse(x, attn_pre.data(), hc, u_view);
@@ -197,14 +205,18 @@ void Model::run_block(int layer, ForwardContext& ctx, RowsView x, std::vector<fl
   ops_->hc_expand(y_view, x, ffn_c.data(), hc, RowsView{next.data(), T, x.cols});
   std::copy(next.begin(), next.end(), x.data);
   pre_mix.resize(static_cast<size_t>(T * hc));
-  for (int64_t r = 0; r < T; ++r) std::copy_n(ffn_c[static_cast<size_t>(r)].pre, hc, pre_mix.begin() + r * hc);
+  for (int64_t r = 0; r < T; ++r)
+    std::copy_n(ffn_c[static_cast<size_t>(r)].pre, hc, pre_mix.begin() + r * hc);
 }
 
-void Model::final_logits(ConstRowsView x, const std::vector<float>& pre_mix,
-                         const std::vector<int64_t>& rows, std::vector<float>& logits,
+void Model::final_logits(ConstRowsView x,
+                         const std::vector<float>& pre_mix,
+                         const std::vector<int64_t>& rows,
+                         std::vector<float>& logits,
                          std::vector<float>* final_hidden) const {
   const int64_t n = static_cast<int64_t>(rows.size()), dim = config_.dim;
-  std::vector<float> xs(static_cast<size_t>(n * x.cols)), pre(static_cast<size_t>(n * config_.hc_mult));
+  std::vector<float> xs(static_cast<size_t>(n * x.cols)),
+      pre(static_cast<size_t>(n * config_.hc_mult));
   for (int64_t i = 0; i < n; ++i) {
     std::copy_n(x.row(rows[static_cast<size_t>(i)]), x.cols, xs.begin() + i * x.cols);
     std::copy_n(pre_mix.begin() + rows[static_cast<size_t>(i)] * config_.hc_mult, config_.hc_mult,
@@ -230,7 +242,8 @@ void Model::end_forward(ForwardContext& ctx) const {
   }
 }
 
-Status Model::forward(ForwardContext& ctx, const std::vector<int64_t>& logits_rows,
+Status Model::forward(ForwardContext& ctx,
+                      const std::vector<int64_t>& logits_rows,
                       std::vector<float>& logits) {
   DI_RETURN_IF_ERROR(begin_forward(ctx));
   for (int64_t r : logits_rows) {
@@ -241,7 +254,8 @@ Status Model::forward(ForwardContext& ctx, const std::vector<int64_t>& logits_ro
   RowsView xv{x.data(), ctx.num_rows, width};
   embed(ctx, xv);
   std::vector<float> pre_mix(static_cast<size_t>(ctx.num_rows * config_.hc_mult), 0.0f);
-  for (int64_t r = 0; r < ctx.num_rows; ++r) pre_mix[static_cast<size_t>(r * config_.hc_mult)] = 1.0f;
+  for (int64_t r = 0; r < ctx.num_rows; ++r)
+    pre_mix[static_cast<size_t>(r * config_.hc_mult)] = 1.0f;
   const auto& targets = config_.dspark_target_layer_ids;
   for (int l = 0; l < config_.n_layers; ++l) {
     if (weights_.layers[static_cast<size_t>(l)].engram) apply_engram(l, ctx, xv);

@@ -11,19 +11,18 @@
 
 #include "backend/ops.h"
 #include "model/config.h"
-#include "model/forward_context.h"
 #include "model/engram/layout.h"
 #include "model/engram/ngram_hasher.h"
+#include "model/forward_context.h"
 #include "model/model_weights.h"
 #include "model/weights/checkpoint.h"
 
 namespace di::model {
 
-
 struct DraftResult {
-  std::vector<int32_t> tokens;      // [block_size + 1]: the input token, then the drafts
-  std::vector<float> logits;        // [block_size, vocab], Markov bias included
-  std::vector<float> confidence;    // [block_size] confidence logits
+  std::vector<int32_t> tokens;    // [block_size + 1]: the input token, then the drafts
+  std::vector<float> logits;      // [block_size, vocab], Markov bias included
+  std::vector<float> confidence;  // [block_size] confidence logits
 };
 
 class Model {
@@ -38,18 +37,21 @@ class Model {
 
   // Full forward over ctx's chunks. logits_rows selects rows (of ctx) whose logits are written to
   // `logits` ([logits_rows.size(), vocab] f32). Advances every sequence.
-  Status forward(ForwardContext& ctx, const std::vector<int64_t>& logits_rows,
+  Status forward(ForwardContext& ctx,
+                 const std::vector<int64_t>& logits_rows,
                  std::vector<float>& logits);
 
   // The steps of forward, public so a layer can be run on recorded inputs (golden checks).
-  Status begin_forward(ForwardContext& ctx) const;   // rows, positions, pages, Engram hashes
+  Status begin_forward(ForwardContext& ctx) const;          // rows, positions, pages, Engram hashes
   void embed(const ForwardContext& ctx, RowsView x) const;  // x: [rows, hc * dim]
   void apply_engram(int layer, const ForwardContext& ctx, RowsView x) const;
   // One block (attention site + FFN site). pre_mix [rows, hc] is the previous site's collapse
   // weights on entry and this block's FFN `pre` on exit.
   void run_block(int layer, ForwardContext& ctx, RowsView x, std::vector<float>& pre_mix) const;
-  void final_logits(ConstRowsView x, const std::vector<float>& pre_mix,
-                    const std::vector<int64_t>& rows, std::vector<float>& logits,
+  void final_logits(ConstRowsView x,
+                    const std::vector<float>& pre_mix,
+                    const std::vector<int64_t>& rows,
+                    std::vector<float>& logits,
                     std::vector<float>* final_hidden = nullptr) const;
   void end_forward(ForwardContext& ctx) const;  // advances positions, seeds DSpark windows
 
@@ -57,7 +59,9 @@ class Model {
   // next position); seq must have been advanced by forward (which seeded the draft windows).
   // `markov_tokens`, when given (block_size - 1 ids), replaces the drafted tokens as inputs of the
   // Markov head (teacher forcing, to score a known draft); the drafts are still reported.
-  Expected<DraftResult> draft(StatePool& pool, SequenceState& seq, int32_t token,
+  Expected<DraftResult> draft(StatePool& pool,
+                              SequenceState& seq,
+                              int32_t token,
                               std::span<const int32_t> markov_tokens = {}) const;
 
   const std::vector<int32_t>& engram_token_map() const { return token_map_; }
@@ -72,7 +76,8 @@ class Model {
   void output_projection(int layer, RowsView o, RowsView out) const;
   void moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView out) const;
   void seed_dspark(ForwardContext& ctx) const;
-  std::vector<float> router_margins(ConstRowsView u, const MoeWeights& m,
+  std::vector<float> router_margins(ConstRowsView u,
+                                    const MoeWeights& m,
                                     const backend::RouteParams& p) const;
   void dspark_attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView out) const;
 

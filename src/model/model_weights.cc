@@ -20,7 +20,8 @@ std::string shape_str(const std::vector<int64_t>& s) {
 // Looks tensors up by name and checks them; every error names the file and the tensor.
 class Binder {
  public:
-  Binder(const weights::Checkpoint& ckpt, std::vector<std::shared_ptr<std::vector<uint8_t>>>& copies,
+  Binder(const weights::Checkpoint& ckpt,
+         std::vector<std::shared_ptr<std::vector<uint8_t>>>& copies,
          bool bf16_checkpoint)
       : ckpt_(ckpt), copies_(copies), bf16_checkpoint_(bf16_checkpoint) {}
 
@@ -31,7 +32,8 @@ class Binder {
     return alias.empty() ? nullptr : ckpt_.find(alias);
   }
 
-  Expected<const TensorInfo*> get(const std::string& name, DType dtype,
+  Expected<const TensorInfo*> get(const std::string& name,
+                                  DType dtype,
                                   const std::vector<int64_t>& shape) const {
     const TensorInfo* t = find(name);
     if (!t) return not_found("checkpoint has no tensor '" + name + "'");
@@ -58,14 +60,15 @@ class Binder {
     v.in_features = in;
     if (t->dtype == DType::kF8E4M3) {
       DI_ASSIGN_OR_RETURN(const TensorInfo* w, get(wname, DType::kF8E4M3, {out, in}));
-      DI_ASSIGN_OR_RETURN(const TensorInfo* s,
-                          get(prefix + ".scale", DType::kF8E8M0, {(out + 31) / 32, (in + 31) / 32}));
+      DI_ASSIGN_OR_RETURN(const TensorInfo* s, get(prefix + ".scale", DType::kF8E8M0,
+                                                   {(out + 31) / 32, (in + 31) / 32}));
       v.format = WeightFormat::kFP8;
       v.data = w->data;
       v.scale = s->data;
     } else if (t->dtype == DType::kI8) {
       DI_ASSIGN_OR_RETURN(const TensorInfo* w, get(wname, DType::kI8, {out, in / 2}));
-      DI_ASSIGN_OR_RETURN(const TensorInfo* s, get(prefix + ".scale", DType::kF8E8M0, {out, in / 32}));
+      DI_ASSIGN_OR_RETURN(const TensorInfo* s,
+                          get(prefix + ".scale", DType::kF8E8M0, {out, in / 32}));
       v.format = WeightFormat::kFP4;
       v.data = w->data;
       v.scale = s->data;
@@ -92,7 +95,9 @@ class Binder {
     return v;
   }
 
-  Expected<WeightView> quantized(const std::string& prefix, int64_t out, int64_t in,
+  Expected<WeightView> quantized(const std::string& prefix,
+                                 int64_t out,
+                                 int64_t in,
                                  WeightFormat format) const {
     DI_ASSIGN_OR_RETURN(WeightView v, matrix(prefix, out, in));
     // A bf16 checkpoint (config dtype "bf16") keeps these as BF16: the reference's linear() then
@@ -106,7 +111,8 @@ class Binder {
   }
 
   // A 1-D or 2-D F32/BF16 tensor copied to f32.
-  Expected<std::vector<float>> floats(const std::string& name, const std::vector<int64_t>& shape,
+  Expected<std::vector<float>> floats(const std::string& name,
+                                      const std::vector<int64_t>& shape,
                                       DType dtype) const {
     DI_ASSIGN_OR_RETURN(const TensorInfo* t, get(name, dtype, shape));
     std::vector<float> out(static_cast<size_t>(t->num_elements()));
@@ -138,8 +144,8 @@ class Binder {
   bool bf16_checkpoint_ = false;
 };
 
-Status bind_attention(const Binder& b, const ModelConfig& c, int layer, const std::string& p,
-                      AttentionWeights& a) {
+Status bind_attention(
+    const Binder& b, const ModelConfig& c, int layer, const std::string& p, AttentionWeights& a) {
   const int64_t dim = c.dim, hd = c.head_dim, H = c.n_heads;
   DI_ASSIGN_OR_RETURN(a.wq_a, b.quantized(p + "wq_a", c.q_lora_rank, dim, WeightFormat::kFP8));
   DI_ASSIGN_OR_RETURN(a.q_norm, b.floats(p + "q_norm.weight", {c.q_lora_rank}, DType::kBF16));
@@ -181,17 +187,17 @@ Status bind_attention(const Binder& b, const ModelConfig& c, int layer, const st
                         b.floats(p + "indexer.k_norm.weight", {c.index_head_dim}, DType::kBF16));
   }
   if (c.is_index_source(layer)) {
-    DI_ASSIGN_OR_RETURN(a.idx_wq_b, b.quantized(p + "indexer.wq_b",
-                                                int64_t{c.index_n_heads} * c.index_head_dim,
-                                                c.q_lora_rank, WeightFormat::kFP8));
+    DI_ASSIGN_OR_RETURN(a.idx_wq_b,
+                        b.quantized(p + "indexer.wq_b", int64_t{c.index_n_heads} * c.index_head_dim,
+                                    c.q_lora_rank, WeightFormat::kFP8));
     DI_ASSIGN_OR_RETURN(a.idx_weights_proj,
                         b.dense(p + "indexer.weights_proj", c.index_n_heads, dim));
   }
   return Status();
 }
 
-Status bind_moe(const Binder& b, const ModelConfig& c, int layer, const std::string& p,
-                MoeWeights& m) {
+Status bind_moe(
+    const Binder& b, const ModelConfig& c, int layer, const std::string& p, MoeWeights& m) {
   const int64_t dim = c.dim, inter = c.moe_inter_dim;
   const int n = c.routed_experts_of(layer);
   DI_ASSIGN_OR_RETURN(m.gate, b.dense(p + "gate", n, dim));
@@ -214,18 +220,19 @@ Status bind_moe(const Binder& b, const ModelConfig& c, int layer, const std::str
   return Status();
 }
 
-Status bind_engram(const Binder& b, const ModelConfig& c, int index, const std::string& p,
-                   EngramWeights& e) {
+Status bind_engram(
+    const Binder& b, const ModelConfig& c, int index, const std::string& p, EngramWeights& e) {
   const int64_t rows = c.engram_num_embeddings[static_cast<size_t>(index)];
   const int64_t hd = c.engram_head_dim;
   DI_ASSIGN_OR_RETURN(const TensorInfo* t, b.get(p + "embed.weight", DType::kF8E4M3, {rows, hd}));
-  DI_ASSIGN_OR_RETURN(const TensorInfo* s, b.get(p + "embed.scale", DType::kF8E8M0, {rows, hd / 32}));
+  DI_ASSIGN_OR_RETURN(const TensorInfo* s,
+                      b.get(p + "embed.scale", DType::kF8E8M0, {rows, hd / 32}));
   e.table = t->data;
   e.table_scale = s->data;
   e.rows = rows;
   const int64_t cols = int64_t{c.engram_max_ngram_size - 1} * c.engram_n_heads * hd;
-  DI_ASSIGN_OR_RETURN(e.wkv, b.quantized(p + "wkv", int64_t{c.hc_mult + 1} * c.dim, cols,
-                                         WeightFormat::kFP8));
+  DI_ASSIGN_OR_RETURN(
+      e.wkv, b.quantized(p + "wkv", int64_t{c.hc_mult + 1} * c.dim, cols, WeightFormat::kFP8));
   DI_ASSIGN_OR_RETURN(auto q, b.floats(p + "q_weight", {c.hc_mult, c.dim}, DType::kBF16));
   DI_ASSIGN_OR_RETURN(auto k, b.floats(p + "k_weight", {c.hc_mult, c.dim}, DType::kBF16));
   e.qk_weight.resize(q.size());
@@ -235,8 +242,8 @@ Status bind_engram(const Binder& b, const ModelConfig& c, int index, const std::
 
 Status bind_layer(const Binder& b, const ModelConfig& c, int layer, LayerWeights& w) {
   const bool mtp = layer >= c.n_layers;
-  const std::string p =
-      mtp ? "mtp." + std::to_string(layer - c.n_layers) + "." : "layers." + std::to_string(layer) + ".";
+  const std::string p = mtp ? "mtp." + std::to_string(layer - c.n_layers) + "."
+                            : "layers." + std::to_string(layer) + ".";
   w.layer_id = layer;
   const int64_t mix = int64_t{2 + c.hc_mult} * c.hc_mult;
   const int64_t hc_dim = int64_t{c.hc_mult} * c.dim;
@@ -262,8 +269,8 @@ Status bind_dspark(const Binder& b, const ModelConfig& c, DsparkHeadWeights& d) 
   const std::string first = "mtp.0.";
   const std::string last = "mtp." + std::to_string(c.n_mtp_layers - 1) + ".";
   const int64_t n_targets = static_cast<int64_t>(c.dspark_target_layer_ids.size());
-  DI_ASSIGN_OR_RETURN(d.main_proj, b.quantized(first + "main_proj", c.dim, c.dim * n_targets,
-                                               WeightFormat::kFP8));
+  DI_ASSIGN_OR_RETURN(
+      d.main_proj, b.quantized(first + "main_proj", c.dim, c.dim * n_targets, WeightFormat::kFP8));
   DI_ASSIGN_OR_RETURN(d.main_norm, b.floats(first + "main_norm.weight", {c.dim}, DType::kBF16));
   DI_ASSIGN_OR_RETURN(d.norm, b.floats(last + "norm.weight", {c.dim}, DType::kBF16));
   DI_ASSIGN_OR_RETURN(d.markov_embed,

@@ -53,10 +53,10 @@ struct HcWeights {
 struct DsparkHeadWeights {
   WeightView main_proj;  // stage 0: [dim, dim * n_targets] FP8
   std::vector<float> main_norm;
-  std::vector<float> norm;      // last stage
-  WeightView markov_embed;      // [vocab, rank] bf16
-  WeightView markov_head;       // [vocab, rank] applied in fp32
-  WeightView confidence_proj;   // [1, dim + rank] applied in fp32
+  std::vector<float> norm;     // last stage
+  WeightView markov_embed;     // [vocab, rank] bf16
+  WeightView markov_head;      // [vocab, rank] applied in fp32
+  WeightView confidence_proj;  // [1, dim + rank] applied in fp32
 };
 
 struct LayerWeights {

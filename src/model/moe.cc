@@ -19,8 +19,12 @@ backend::ScoreFunc score_func(const std::string& name) {
 }
 
 // y = w2(swiglu(w1 x, w3 x) * weight) for the rows of x (bf16 out).
-void run_expert(const backend::Ops& ops, const ExpertWeights& e, ConstRowsView x,
-                const float* row_weight, float limit, RowsView y) {
+void run_expert(const backend::Ops& ops,
+                const ExpertWeights& e,
+                ConstRowsView x,
+                const float* row_weight,
+                float limit,
+                RowsView y) {
   const int64_t n = x.rows, inter = e.w1.out_features;
   std::vector<float> g(static_cast<size_t>(n * inter)), u(static_cast<size_t>(n * inter));
   RowsView gv{g.data(), n, inter}, uv{u.data(), n, inter};
@@ -32,7 +36,8 @@ void run_expert(const backend::Ops& ops, const ExpertWeights& e, ConstRowsView x
 
 }  // namespace
 
-std::vector<float> Model::router_margins(ConstRowsView u, const MoeWeights& m,
+std::vector<float> Model::router_margins(ConstRowsView u,
+                                         const MoeWeights& m,
                                          const backend::RouteParams& p) const {
   std::vector<float> raw(static_cast<size_t>(u.rows * p.num_experts)), gaps;
   ops_->linear(u, m.gate, RowsView{raw.data(), u.rows, p.num_experts}, false);
@@ -44,7 +49,9 @@ std::vector<float> Model::router_margins(ConstRowsView u, const MoeWeights& m,
       biased[static_cast<size_t>(e)] = s + m.bias[static_cast<size_t>(e)];
     }
     std::sort(biased.begin(), biased.end(), std::greater<float>());
-    gaps.push_back(p.topk < p.num_experts ? biased[static_cast<size_t>(p.topk - 1)] - biased[static_cast<size_t>(p.topk)] : INFINITY);
+    gaps.push_back(p.topk < p.num_experts ? biased[static_cast<size_t>(p.topk - 1)] -
+                                                biased[static_cast<size_t>(p.topk)]
+                                          : INFINITY);
   }
   return gaps;
 }
@@ -86,7 +93,8 @@ void Model::moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView 
     const int64_t n = static_cast<int64_t>(rows.size());
     xs.resize(static_cast<size_t>(n * dim));
     ys.resize(static_cast<size_t>(n * dim));
-    for (int64_t i = 0; i < n; ++i) std::copy_n(u.row(rows[static_cast<size_t>(i)]), dim, xs.begin() + i * dim);
+    for (int64_t i = 0; i < n; ++i)
+      std::copy_n(u.row(rows[static_cast<size_t>(i)]), dim, xs.begin() + i * dim);
     run_expert(*ops_, m.experts[static_cast<size_t>(e)], ConstRowsView(xs.data(), n, dim),
                ws.data(), config_.swiglu_limit, RowsView{ys.data(), n, dim});
     for (int64_t i = 0; i < n; ++i) {
@@ -98,7 +106,8 @@ void Model::moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView 
   run_expert(*ops_, m.shared, u, nullptr, config_.swiglu_limit, RowsView{ys.data(), T, dim});
   for (int64_t r = 0; r < T; ++r) {
     for (int64_t d = 0; d < dim; ++d) {
-      out.row(r)[d] = round_bf16(acc[static_cast<size_t>(r * dim + d)] + ys[static_cast<size_t>(r * dim + d)]);
+      out.row(r)[d] =
+          round_bf16(acc[static_cast<size_t>(r * dim + d)] + ys[static_cast<size_t>(r * dim + d)]);
     }
   }
 }

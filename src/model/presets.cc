@@ -12,7 +12,8 @@ void apply_layer_schedule(ModelConfig& c, int n, int mtp) {
   c.index_source_layers.clear();
   c.candidate_source_layer = -1;
   for (int l = 1; l < n; ++l) {
-    const int slot = l;  // 1: Full r2, 2: Reuse r2, 3: Full r1 + candidates, 4: Reuse, 5: Reindex...
+    const int slot =
+        l;  // 1: Full r2, 2: Reuse r2, 3: Full r1 + candidates, 4: Reuse, 5: Reindex...
     c.compress_ratios[static_cast<size_t>(l)] = slot <= 2 ? 2 : 1;
     if (slot == 1 || slot == 3) {
       c.kv_source_layers.push_back(l);
@@ -124,16 +125,19 @@ Expected<ModelConfig> preset_config(const std::string& name, const PresetOptions
     layers = 6;
     mtp = 1;
   } else {
-    return invalid_argument("unknown preset '" + name + "' (expected mini, v41-shaped or a config JSON file)");
+    return invalid_argument("unknown preset '" + name +
+                            "' (expected mini, v41-shaped or a config JSON file)");
   }
-  if (o.num_layers < 0 || o.num_experts < 0) return invalid_argument("--layers and --experts must be >= 0");
+  if (o.num_layers < 0 || o.num_experts < 0)
+    return invalid_argument("--layers and --experts must be >= 0");
   if (o.num_layers > 0) layers = o.num_layers;
   if (o.num_mtp_layers >= 0) mtp = o.num_mtp_layers;
   if (o.num_experts > 0) {
     c.n_routed_experts = o.num_experts;
     c.n_activated_experts = std::min(c.n_activated_experts, o.num_experts);
     c.dspark_n_routed_experts = std::min(c.dspark_n_routed_experts, o.num_experts);
-    c.dspark_n_activated_experts = std::min(c.dspark_n_activated_experts, c.dspark_n_routed_experts);
+    c.dspark_n_activated_experts =
+        std::min(c.dspark_n_activated_experts, c.dspark_n_routed_experts);
   }
   apply_layer_schedule(c, layers, mtp);
   // Engram on the first compressed layer's predecessor, as V4.1 puts it early (layers 1 and 14).

@@ -13,8 +13,8 @@
 namespace di::model {
 
 struct PresetOptions {
-  int num_layers = 0;    // 0: the preset's default
-  int num_experts = 0;   // 0: the preset's default
+  int num_layers = 0;       // 0: the preset's default
+  int num_experts = 0;      // 0: the preset's default
   int num_mtp_layers = -1;  // -1: the preset's default
 };
 

@@ -5,8 +5,8 @@
 
 namespace di::model {
 
-backend::RopeTable make_rope_table(int rope_dim, float base, int original_seq_len, float factor,
-                                   int beta_fast, int beta_slow) {
+backend::RopeTable make_rope_table(
+    int rope_dim, float base, int original_seq_len, float factor, int beta_fast, int beta_slow) {
   backend::RopeTable t;
   const int half = rope_dim / 2;
   t.inv_freq.resize(static_cast<size_t>(half));
@@ -22,7 +22,8 @@ backend::RopeTable make_rope_table(int rope_dim, float base, int original_seq_le
              (2 * std::log(static_cast<double>(base)));
     };
     const double low = std::max(std::floor(corrected_dim(beta_fast)), 0.0);
-    const double high = std::min(std::ceil(corrected_dim(beta_slow)), static_cast<double>(rope_dim - 1));
+    const double high =
+        std::min(std::ceil(corrected_dim(beta_slow)), static_cast<double>(rope_dim - 1));
     const float span = static_cast<float>(std::max(high - low, 1e-3));
     for (int i = 0; i < half; ++i) {
       float ramp = (static_cast<float>(i) - static_cast<float>(low)) / span;
@@ -40,8 +41,7 @@ backend::RopeTable rope_table_for_layer(const ModelConfig& c, int layer) {
     return make_rope_table(c.rope_head_dim, c.compress_rope_theta, c.original_seq_len,
                            c.rope_factor, c.beta_fast, c.beta_slow);
   }
-  return make_rope_table(c.rope_head_dim, c.rope_theta, 0, c.rope_factor, c.beta_fast,
-                         c.beta_slow);
+  return make_rope_table(c.rope_head_dim, c.rope_theta, 0, c.rope_factor, c.beta_fast, c.beta_slow);
 }
 
 }  // namespace di::model

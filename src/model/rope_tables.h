@@ -8,8 +8,8 @@
 
 namespace di::model {
 
-backend::RopeTable make_rope_table(int rope_dim, float base, int original_seq_len, float factor,
-                                   int beta_fast, int beta_slow);
+backend::RopeTable make_rope_table(
+    int rope_dim, float base, int original_seq_len, float factor, int beta_fast, int beta_slow);
 
 // The table a layer uses, by its compress ratio.
 backend::RopeTable rope_table_for_layer(const ModelConfig& config, int layer);

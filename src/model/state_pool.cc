@@ -21,11 +21,14 @@ std::optional<int32_t> PagedRowPool::allocate_page() {
   return p;
 }
 
-void PagedRowPool::free_page(int32_t page) { free_.push_back(page); }
+void PagedRowPool::free_page(int32_t page) {
+  free_.push_back(page);
+}
 
 Expected<StatePool> StatePool::create(const ModelConfig& config, const StatePoolOptions& options) {
   if (options.max_sequences <= 0 || options.max_tokens <= 0 || options.entries_per_page <= 0) {
-    return invalid_argument("state pool: max_sequences, max_tokens and entries_per_page must be > 0");
+    return invalid_argument(
+        "state pool: max_sequences, max_tokens and entries_per_page must be > 0");
   }
   StatePool pool;
   pool.config_ = config;
@@ -109,7 +112,8 @@ Status StatePool::reserve(SequenceState& seq, int64_t new_tokens) {
 
 float* StatePool::window_row(const SequenceState& seq, int layer, int64_t position) {
   const int64_t w = config_.window_size;
-  const int64_t idx = ((static_cast<int64_t>(seq.slot) * num_ring_layers_ + layer) * w + position % w);
+  const int64_t idx =
+      ((static_cast<int64_t>(seq.slot) * num_ring_layers_ + layer) * w + position % w);
   return windows_.data() + idx * config_.head_dim;
 }
 

@@ -47,8 +47,8 @@ struct CompressedStream {
 };
 
 struct SequenceState {
-  int32_t slot = -1;       // window-ring slot
-  int64_t num_tokens = 0;  // positions already processed
+  int32_t slot = -1;                      // window-ring slot
+  int64_t num_tokens = 0;                 // positions already processed
   std::vector<CompressedStream> streams;  // one per config.kv_source_layers entry
   // Engram look-back tokens carried between calls.
   engram::NgramHistory engram_history;

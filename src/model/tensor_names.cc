@@ -7,7 +7,9 @@ namespace di::model {
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+bool starts_with(const std::string& s, const std::string& p) {
+  return s.rfind(p, 0) == 0;
+}
 
 // Component renames inside a layer, longest first so that prefixes do not shadow each other.
 constexpr std::array<std::pair<const char*, const char*>, 30> kLayerRenames = {{
@@ -56,7 +58,8 @@ std::string rename_expert(std::string rest) {
 std::string rename_suffix(std::string name) {
   // FP8 scales are `weight_scale_inv` in Hugging Face exports.
   const std::string scale = ".scale";
-  if (name.size() > scale.size() && name.compare(name.size() - scale.size(), scale.size(), scale) == 0 &&
+  if (name.size() > scale.size() &&
+      name.compare(name.size() - scale.size(), scale.size(), scale) == 0 &&
       name.find("hc.scale") == std::string::npos) {
     name.replace(name.size() - scale.size(), scale.size(), ".weight_scale_inv");
   }

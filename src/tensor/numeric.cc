@@ -41,7 +41,7 @@ uint8_t float_to_e4m3(float f) {
   int e = exp - 1;      // a in [2^e, 2^(e+1))
   if (e < -6) e = -6;   // subnormal range shares the 2^-6 exponent
   float step = std::ldexp(1.0f, e - 3);
-  float q = a / step;  // exact: power-of-two division
+  float q = a / step;           // exact: power-of-two division
   float r = std::nearbyint(q);  // default rounding mode: nearest even
   float v = r * step;
   // Re-encode v (now exactly representable, possibly rounded up into the next binade).

@@ -21,7 +21,9 @@ inline float bits_float(uint32_t u) {
 }
 
 // bf16 stored as its upper 16 bits.
-inline float bf16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
+inline float bf16_to_float(uint16_t h) {
+  return bits_float(static_cast<uint32_t>(h) << 16);
+}
 inline uint16_t float_to_bf16(float f) {
   uint32_t u = float_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // NaN
@@ -29,7 +31,9 @@ inline uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 // The value a float takes after a round trip through bf16.
-inline float round_bf16(float f) { return bf16_to_float(float_to_bf16(f)); }
+inline float round_bf16(float f) {
+  return bf16_to_float(float_to_bf16(f));
+}
 
 // ue8m0: one byte b meaning 2^(b-127).
 inline float e8m0_to_float(uint8_t b) {
@@ -40,11 +44,15 @@ inline float e8m0_to_float(uint8_t b) {
 
 // fp8 e4m3fn decode table (256 entries, NaN for 0x7f/0xff).
 const float* e4m3_table();
-inline float e4m3_to_float(uint8_t b) { return e4m3_table()[b]; }
+inline float e4m3_to_float(uint8_t b) {
+  return e4m3_table()[b];
+}
 // fp32 -> e4m3fn code, round to nearest even, saturating at +-448 (CUDA satfinite).
 uint8_t float_to_e4m3(float f);
 // The value a float takes after a saturating round trip through e4m3.
-inline float round_e4m3(float f) { return e4m3_to_float(float_to_e4m3(f)); }
+inline float round_e4m3(float f) {
+  return e4m3_to_float(float_to_e4m3(f));
+}
 
 // fp4 e2m1: code bit 3 is the sign; magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6.
 inline float e2m1_to_float(uint8_t code) {
@@ -63,7 +71,9 @@ inline uint8_t float_to_e2m1(float f) {
   }
   return static_cast<uint8_t>(code | (std::signbit(f) ? 8 : 0));
 }
-inline float round_e2m1(float f) { return e2m1_to_float(float_to_e2m1(f)); }
+inline float round_e2m1(float f) {
+  return e2m1_to_float(float_to_e2m1(f));
+}
 
 // 2^ceil(log2(x)) computed from the exponent and mantissa bits, as the reference's
 // fast_round_scale does (x is amax * fp32(1/max) and always positive and normal here).

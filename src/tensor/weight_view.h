@@ -10,7 +10,7 @@ enum class WeightFormat {
   kBF16,  // data: [out, in] bf16
   kF32,   // data: [out, in] f32
   kFP8,   // data: [out, in] e4m3; scale: [ceil(out/32), ceil(in/32)] ue8m0 (one per 32x32 tile)
-  kFP4,   // data: [out, in/2] packed e2m1 (even column in the low nibble); scale: [out, in/32] ue8m0
+  kFP4,  // data: [out, in/2] packed e2m1 (even column in the low nibble); scale: [out, in/32] ue8m0
 };
 
 struct WeightView {

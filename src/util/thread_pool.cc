@@ -21,7 +21,9 @@ ThreadPool::~ThreadPool() {
 }
 
 namespace {
-void run_part(const std::function<void(int64_t, int64_t)>& fn, int64_t n, unsigned parts,
+void run_part(const std::function<void(int64_t, int64_t)>& fn,
+              int64_t n,
+              unsigned parts,
               unsigned part) {
   int64_t begin = n * part / parts;
   int64_t end = n * (part + 1) / parts;
@@ -29,7 +31,8 @@ void run_part(const std::function<void(int64_t, int64_t)>& fn, int64_t n, unsign
 }
 }  // namespace
 
-void ThreadPool::parallel_for(int64_t n, int64_t grain,
+void ThreadPool::parallel_for(int64_t n,
+                              int64_t grain,
                               const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   int64_t max_parts = std::max<int64_t>(1, n / std::max<int64_t>(1, grain));

@@ -36,8 +36,8 @@ bool valid_utf8(const std::string& s) {
       if ((d >> 6) != 2) return false;
       cp = (cp << 6) | (d & 0x3f);
     }
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff))
+    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
+        (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
       return false;
     i += static_cast<size_t>(n);
   }

@@ -7,7 +7,8 @@
 #include "recipe/tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto tok = di::recipe::Tokenizer::from_json(std::string_view(reinterpret_cast<const char*>(data), size));
+  auto tok =
+      di::recipe::Tokenizer::from_json(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!tok) return 0;
   auto ids = tok->encode("Hello, 世界 123!", di::recipe::SpecialTokens::kAll);
   for (int32_t id : ids) {

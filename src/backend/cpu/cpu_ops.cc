@@ -27,14 +27,12 @@ void CpuOps::linear(ConstRowsView x, const WeightView& w, RowsView y, bool round
       }
     });
     kernels::QuantizedRows a{values.data(), scales.data(), x.rows, K};
-    pool_.parallel_for(w.out_features, kColumnGrain, [&](int64_t b, int64_t e) {
-      kernels::block_scaled_gemm(a, w, y, b, e);
-    });
+    pool_.parallel_for(w.out_features, kColumnGrain,
+                       [&](int64_t b, int64_t e) { kernels::block_scaled_gemm(a, w, y, b, e); });
     return;
   }
-  pool_.parallel_for(w.out_features, kColumnGrain, [&](int64_t b, int64_t e) {
-    kernels::dense_gemm(x, w, y, round_bf16, b, e);
-  });
+  pool_.parallel_for(w.out_features, kColumnGrain,
+                     [&](int64_t b, int64_t e) { kernels::dense_gemm(x, w, y, round_bf16, b, e); });
 }
 
 void CpuOps::rms_norm(ConstRowsView x, const float* w, float eps, RowsView y) const {
@@ -55,13 +53,18 @@ void CpuOps::fake_quant_fp4(RowsView x, Fp4ScaleKind kind) const {
   });
 }
 
-void CpuOps::rope(RowsView x, int num_heads, int head_dim, int rope_offset,
-                  const int64_t* positions, const RopeTable& table, bool inverse) const {
+void CpuOps::rope(RowsView x,
+                  int num_heads,
+                  int head_dim,
+                  int rope_offset,
+                  const int64_t* positions,
+                  const RopeTable& table,
+                  bool inverse) const {
   pool_.parallel_for(x.rows, 16, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       for (int h = 0; h < num_heads; ++h) {
-        kernels::rope_row(x.row(r) + static_cast<int64_t>(h) * head_dim + rope_offset,
-                          positions[r], table, inverse);
+        kernels::rope_row(x.row(r) + static_cast<int64_t>(h) * head_dim + rope_offset, positions[r],
+                          table, inverse);
       }
     }
   });
@@ -72,8 +75,8 @@ void CpuOps::sparse_attention(const SparseAttentionArgs& a) const {
   pool_.parallel_for(a.num_queries, 1, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
       kernels::sparse_attention_query(a.q + t * q_stride, a.num_heads, a.head_dim,
-                                      a.keys + t * a.num_keys, a.num_keys, a.sink,
-                                      a.softmax_scale, a.out + t * q_stride);
+                                      a.keys + t * a.num_keys, a.num_keys, a.sink, a.softmax_scale,
+                                      a.out + t * q_stride);
     }
   });
 }
@@ -89,8 +92,14 @@ void CpuOps::index_scores(const IndexScoreArgs& a) const {
   });
 }
 
-void CpuOps::hc_mixes(ConstRowsView x, const float* fn, const float* scale, const float* base,
-                      int hc, int sinkhorn_iters, float hc_eps, float norm_eps,
+void CpuOps::hc_mixes(ConstRowsView x,
+                      const float* fn,
+                      const float* scale,
+                      const float* base,
+                      int hc,
+                      int sinkhorn_iters,
+                      float hc_eps,
+                      float norm_eps,
                       HcCoefficients* out) const {
   pool_.parallel_for(x.rows, 4, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
@@ -108,8 +117,11 @@ void CpuOps::hc_collapse(ConstRowsView x, const float* pre, int hc, RowsView y) 
   });
 }
 
-void CpuOps::hc_expand(ConstRowsView y, ConstRowsView residual, const HcCoefficients* coeff,
-                       int hc, RowsView out) const {
+void CpuOps::hc_expand(ConstRowsView y,
+                       ConstRowsView residual,
+                       const HcCoefficients* coeff,
+                       int hc,
+                       RowsView out) const {
   pool_.parallel_for(y.rows, 16, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       kernels::hc_expand_token(y.row(r), residual.row(r), coeff[r], hc, y.cols, out.row(r));
@@ -117,8 +129,12 @@ void CpuOps::hc_expand(ConstRowsView y, ConstRowsView residual, const HcCoeffici
   });
 }
 
-void CpuOps::moe_route(ConstRowsView x, const WeightView& gate, const float* bias,
-                       const RouteParams& params, int32_t* experts, float* weights) const {
+void CpuOps::moe_route(ConstRowsView x,
+                       const WeightView& gate,
+                       const float* bias,
+                       const RouteParams& params,
+                       int32_t* experts,
+                       float* weights) const {
   std::vector<float> raw(static_cast<size_t>(x.rows * params.num_experts));
   RowsView raw_view{raw.data(), x.rows, params.num_experts};
   linear(x, gate, raw_view, /*round_bf16=*/false);
@@ -128,7 +144,10 @@ void CpuOps::moe_route(ConstRowsView x, const WeightView& gate, const float* bia
   }
 }
 
-void CpuOps::swiglu(ConstRowsView gate, ConstRowsView up, const float* row_weight, float limit,
+void CpuOps::swiglu(ConstRowsView gate,
+                    ConstRowsView up,
+                    const float* row_weight,
+                    float limit,
                     RowsView out) const {
   pool_.parallel_for(gate.rows, 16, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
@@ -138,8 +157,8 @@ void CpuOps::swiglu(ConstRowsView gate, ConstRowsView up, const float* row_weigh
   });
 }
 
-void CpuOps::engram_gate(RowsView x, ConstRowsView kv, const float* qk_weight, int hc,
-                         float eps) const {
+void CpuOps::engram_gate(
+    RowsView x, ConstRowsView kv, const float* qk_weight, int hc, float eps) const {
   const int64_t dim = x.cols / hc;
   pool_.parallel_for(x.rows, 4, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
@@ -148,8 +167,8 @@ void CpuOps::engram_gate(RowsView x, ConstRowsView kv, const float* qk_weight, i
   });
 }
 
-void CpuOps::softmax_pool(const float* kv, const float* score, int group, int64_t dim,
-                          float* out) const {
+void CpuOps::softmax_pool(
+    const float* kv, const float* score, int group, int64_t dim, float* out) const {
   kernels::softmax_pool_channels(kv, score, group, dim, out);
 }
 

@@ -17,24 +17,45 @@ class CpuOps final : public Ops {
   void rms_norm(ConstRowsView x, const float* w, float eps, RowsView y) const override;
   void fake_quant_fp8(RowsView x, int block) const override;
   void fake_quant_fp4(RowsView x, Fp4ScaleKind kind) const override;
-  void rope(RowsView x, int num_heads, int head_dim, int rope_offset, const int64_t* positions,
-            const RopeTable& table, bool inverse) const override;
+  void rope(RowsView x,
+            int num_heads,
+            int head_dim,
+            int rope_offset,
+            const int64_t* positions,
+            const RopeTable& table,
+            bool inverse) const override;
   void sparse_attention(const SparseAttentionArgs& args) const override;
   void index_scores(const IndexScoreArgs& args) const override;
-  void hc_mixes(ConstRowsView x, const float* fn, const float* scale, const float* base, int hc,
-                int sinkhorn_iters, float hc_eps, float norm_eps,
+  void hc_mixes(ConstRowsView x,
+                const float* fn,
+                const float* scale,
+                const float* base,
+                int hc,
+                int sinkhorn_iters,
+                float hc_eps,
+                float norm_eps,
                 HcCoefficients* out) const override;
   void hc_collapse(ConstRowsView x, const float* pre, int hc, RowsView y) const override;
-  void hc_expand(ConstRowsView y, ConstRowsView residual, const HcCoefficients* coeff, int hc,
+  void hc_expand(ConstRowsView y,
+                 ConstRowsView residual,
+                 const HcCoefficients* coeff,
+                 int hc,
                  RowsView out) const override;
-  void moe_route(ConstRowsView x, const WeightView& gate, const float* bias,
-                 const RouteParams& params, int32_t* experts, float* weights) const override;
-  void swiglu(ConstRowsView gate, ConstRowsView up, const float* row_weight, float limit,
+  void moe_route(ConstRowsView x,
+                 const WeightView& gate,
+                 const float* bias,
+                 const RouteParams& params,
+                 int32_t* experts,
+                 float* weights) const override;
+  void swiglu(ConstRowsView gate,
+              ConstRowsView up,
+              const float* row_weight,
+              float limit,
               RowsView out) const override;
-  void engram_gate(RowsView x, ConstRowsView kv, const float* qk_weight, int hc,
-                   float eps) const override;
-  void softmax_pool(const float* kv, const float* score, int group, int64_t dim,
-                    float* out) const override;
+  void engram_gate(
+      RowsView x, ConstRowsView kv, const float* qk_weight, int hc, float eps) const override;
+  void softmax_pool(
+      const float* kv, const float* score, int group, int64_t dim, float* out) const override;
 
  private:
   ThreadPool& pool_;

@@ -14,8 +14,14 @@ namespace {
 constexpr int64_t kKeyBlock = 64;  // the kernel's block of gathered indices
 }
 
-void sparse_attention_query(const float* q, int heads, int dim, const float* const* keys,
-                            int64_t num_keys, const float* sink, float softmax_scale, float* out) {
+void sparse_attention_query(const float* q,
+                            int heads,
+                            int dim,
+                            const float* const* keys,
+                            int64_t num_keys,
+                            const float* sink,
+                            float softmax_scale,
+                            float* out) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   std::vector<float> acc(static_cast<size_t>(dim));
   float s[kKeyBlock];
@@ -53,8 +59,13 @@ void sparse_attention_query(const float* q, int heads, int dim, const float* con
   }
 }
 
-void index_scores_query(const float* q, const float* w, int heads, int dim,
-                        const float* const* keys, int64_t num_keys, int64_t num_visible,
+void index_scores_query(const float* q,
+                        const float* w,
+                        int heads,
+                        int dim,
+                        const float* const* keys,
+                        int64_t num_keys,
+                        int64_t num_visible,
                         float* scores) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (int64_t s = 0; s < num_keys; ++s) {

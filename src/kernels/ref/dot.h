@@ -64,6 +64,8 @@ inline float dot_f32_bf16(const float* a, const uint16_t* w, int64_t n) {
   return s;
 }
 
-inline float sum_squares_f32(const float* a, int64_t n) { return dot_f32(a, a, n); }
+inline float sum_squares_f32(const float* a, int64_t n) {
+  return dot_f32(a, a, n);
+}
 
 }  // namespace di::kernels

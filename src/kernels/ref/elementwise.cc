@@ -28,10 +28,12 @@ void rope_row(float* x, int64_t position, const backend::RopeTable& table, bool 
   }
 }
 
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float silu(float x) {
+  return x / (1.0f + std::exp(-x));
+}
 
-void swiglu_row(const float* g, const float* u, int64_t n, float row_weight, float limit,
-                float* out) {
+void swiglu_row(
+    const float* g, const float* u, int64_t n, float row_weight, float limit, float* out) {
   for (int64_t i = 0; i < n; ++i) {
     float gate = g[i];
     float up = u[i];
@@ -44,11 +46,16 @@ void swiglu_row(const float* g, const float* u, int64_t n, float row_weight, flo
 }
 
 namespace {
-float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+float softplus(float x) {
+  return x > 20.0f ? x : std::log1p(std::exp(x));
+}
 }  // namespace
 
-void moe_route_row(const float* raw, const float* bias, const backend::RouteParams& p,
-                   int32_t* experts, float* weights) {
+void moe_route_row(const float* raw,
+                   const float* bias,
+                   const backend::RouteParams& p,
+                   int32_t* experts,
+                   float* weights) {
   const int n = p.num_experts;
   float scores[1024];
   float biased[1024];
@@ -58,9 +65,16 @@ void moe_route_row(const float* raw, const float* bias, const backend::RoutePara
   for (int e = 0; e < n; ++e) {
     float s = raw[e] / p.gate_temp;
     switch (p.score_func) {
-      case backend::ScoreFunc::kSqrtSoftplus: s = std::sqrt(softplus(s)); break;
-      case backend::ScoreFunc::kSigmoid: s = 1.0f / (1.0f + std::exp(-s)); break;
-      case backend::ScoreFunc::kSoftmax: s = std::exp(s - max_score); softmax_sum += s; break;
+      case backend::ScoreFunc::kSqrtSoftplus:
+        s = std::sqrt(softplus(s));
+        break;
+      case backend::ScoreFunc::kSigmoid:
+        s = 1.0f / (1.0f + std::exp(-s));
+        break;
+      case backend::ScoreFunc::kSoftmax:
+        s = std::exp(s - max_score);
+        softmax_sum += s;
+        break;
     }
     scores[e] = s;
   }
@@ -86,8 +100,8 @@ void moe_route_row(const float* raw, const float* bias, const backend::RoutePara
   for (int k = 0; k < p.topk; ++k) weights[k] *= p.route_scale;
 }
 
-void engram_gate_row(float* x, const float* kv, const float* qk_weight, int hc, int64_t dim,
-                     float eps) {
+void engram_gate_row(
+    float* x, const float* kv, const float* qk_weight, int hc, int64_t dim, float eps) {
   const float* value = kv + hc * dim;
   // dim**-0.5 is a Python float in the reference, rounded to fp32 when it meets a tensor.
   const float inv_sqrt_dim = static_cast<float>(std::pow(static_cast<double>(dim), -0.5));
@@ -112,8 +126,8 @@ void engram_gate_row(float* x, const float* kv, const float* qk_weight, int hc, 
   }
 }
 
-void softmax_pool_channels(const float* kv, const float* score, int group, int64_t dim,
-                           float* out) {
+void softmax_pool_channels(
+    const float* kv, const float* score, int group, int64_t dim, float* out) {
   for (int64_t d = 0; d < dim; ++d) {
     float mx = -std::numeric_limits<float>::infinity();
     for (int i = 0; i < group; ++i) mx = std::max(mx, score[i * dim + d]);

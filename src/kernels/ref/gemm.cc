@@ -72,8 +72,8 @@ float weight_scale(const WeightView& w, int64_t n, int64_t k) {
   return e8m0_to_float(w.scale[n * (w.in_features / 32) + k / 32]);
 }
 
-void block_scaled_gemm(const QuantizedRows& a, const WeightView& w, RowsView y, int64_t n_begin,
-                       int64_t n_end) {
+void block_scaled_gemm(
+    const QuantizedRows& a, const WeightView& w, RowsView y, int64_t n_begin, int64_t n_end) {
   const int64_t K = w.in_features;
   const int64_t num_blocks = K / 32;
   std::vector<float> wrow(static_cast<size_t>(K));
@@ -93,7 +93,11 @@ void block_scaled_gemm(const QuantizedRows& a, const WeightView& w, RowsView y, 
   }
 }
 
-void dense_gemm(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16, int64_t n_begin,
+void dense_gemm(ConstRowsView x,
+                const WeightView& w,
+                RowsView y,
+                bool round_bf16,
+                int64_t n_begin,
                 int64_t n_end) {
   const int64_t K = w.in_features;
   std::vector<float> wrow(static_cast<size_t>(K));

@@ -19,11 +19,15 @@ struct QuantizedRows {
 
 // FP8 or FP4 weights: per 32-wide K block, an fp32 block sum, scaled by both power-of-two scales,
 // accumulated in K order; output rounded to bf16.
-void block_scaled_gemm(const QuantizedRows& a, const WeightView& w, RowsView y, int64_t n_begin,
-                       int64_t n_end);
+void block_scaled_gemm(
+    const QuantizedRows& a, const WeightView& w, RowsView y, int64_t n_begin, int64_t n_end);
 
 // BF16 or F32 weights, fp32 accumulation; output rounded to bf16 when round_bf16.
-void dense_gemm(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16, int64_t n_begin,
+void dense_gemm(ConstRowsView x,
+                const WeightView& w,
+                RowsView y,
+                bool round_bf16,
+                int64_t n_begin,
                 int64_t n_end);
 
 // Decodes columns [k_begin, k_begin + count) of weight row n into floats (unscaled codes for

@@ -9,15 +9,24 @@
 namespace di::kernels {
 
 namespace {
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
 }  // namespace
 
-void hc_mixes_token(const float* x, int64_t hc_dim, const float* fn, const float* scale,
-                    const float* base, int hc, int sinkhorn_iters, float hc_eps, float norm_eps,
+void hc_mixes_token(const float* x,
+                    int64_t hc_dim,
+                    const float* fn,
+                    const float* scale,
+                    const float* base,
+                    int hc,
+                    int sinkhorn_iters,
+                    float hc_eps,
+                    float norm_eps,
                     backend::HcCoefficients* out) {
   const int mix = (2 + hc) * hc;
-  const float rsqrt = 1.0f / std::sqrt(sum_squares_f32(x, hc_dim) / static_cast<float>(hc_dim) +
-                                       norm_eps);
+  const float rsqrt =
+      1.0f / std::sqrt(sum_squares_f32(x, hc_dim) / static_cast<float>(hc_dim) + norm_eps);
   float m[(2 + backend::HcCoefficients::kMaxHc) * backend::HcCoefficients::kMaxHc];
   for (int j = 0; j < mix; ++j) m[j] = dot_f32(x, fn + j * hc_dim, hc_dim) * rsqrt;
   for (int i = 0; i < hc; ++i) {
@@ -67,8 +76,12 @@ void hc_collapse_token(const float* x, const float* pre, int hc, int64_t dim, fl
   }
 }
 
-void hc_expand_token(const float* y, const float* residual, const backend::HcCoefficients& c,
-                     int hc, int64_t dim, float* out) {
+void hc_expand_token(const float* y,
+                     const float* residual,
+                     const backend::HcCoefficients& c,
+                     int hc,
+                     int64_t dim,
+                     float* out) {
   for (int j = 0; j < hc; ++j) {
     for (int64_t d = 0; d < dim; ++d) {
       float mixed = 0;

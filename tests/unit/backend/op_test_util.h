@@ -12,7 +12,10 @@
 
 namespace di::testing {
 
-inline std::vector<float> random_vector(size_t n, uint32_t seed, float scale = 1.0f, bool bf16 = true) {
+inline std::vector<float> random_vector(size_t n,
+                                        uint32_t seed,
+                                        float scale = 1.0f,
+                                        bool bf16 = true) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, scale);
   std::vector<float> v(n);
@@ -25,8 +28,11 @@ inline std::vector<float> poisoned(size_t n) {
 }
 
 // |a - b| <= atol + rtol * |b| everywhere, with the worst element reported.
-inline void expect_close(const std::vector<float>& a, const std::vector<double>& b, double rtol,
-                         double atol, const char* what) {
+inline void expect_close(const std::vector<float>& a,
+                         const std::vector<double>& b,
+                         double rtol,
+                         double atol,
+                         const char* what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   size_t worst = 0;
   double worst_excess = -1;
@@ -69,6 +75,8 @@ inline double nearest_e2m1(double v) {
 }
 
 // 2^ceil(log2(x)) in double.
-inline double pow2_ceil(double x) { return std::exp2(std::ceil(std::log2(x))); }
+inline double pow2_ceil(double x) {
+  return std::exp2(std::ceil(std::log2(x)));
+}
 
 }  // namespace di::testing

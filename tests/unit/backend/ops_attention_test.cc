@@ -42,7 +42,8 @@ TEST(SparseAttention, MatchesSinkSoftmaxReference) {
       for (int i = 0; i < N; ++i) den += std::exp(s[i] - mx);
       for (int d = 0; d < D; ++d) {
         double num = 0;
-        for (int i = 0; i < N; ++i) num += std::exp(s[i] - mx) * (keys[t * N + i] ? kv[i * D + d] : 0);
+        for (int i = 0; i < N; ++i)
+          num += std::exp(s[i] - mx) * (keys[t * N + i] ? kv[i * D + d] : 0);
         ref[(t * H + h) * D + d] = num / den;
       }
     }
@@ -89,7 +90,8 @@ TEST(IndexScores, MatchesBf16Reference) {
         total += std::max(dot, 0.0) * w[t * H + h];
         magnitude += std::fabs(std::max(dot, 0.0) * w[t * H + h]);
       }
-      EXPECT_NEAR(got, total, magnitude * 2 * std::ldexp(1.0, -8) + std::fabs(total) * std::ldexp(1.0, -8))
+      EXPECT_NEAR(got, total,
+                  magnitude * 2 * std::ldexp(1.0, -8) + std::fabs(total) * std::ldexp(1.0, -8))
           << "query " << t << " key " << s;
     }
 }

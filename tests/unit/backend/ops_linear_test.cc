@@ -33,7 +33,8 @@ StoredWeight make_weight(WeightFormat f, int64_t out, int64_t in, uint32_t seed)
       for (int64_t c = 0; c < cb; ++c) {
         double amax = 1e-12;
         for (int64_t r = b * 32; r < std::min(out, b * 32 + 32); ++r)
-          for (int64_t k = c * 32; k < std::min(in, c * 32 + 32); ++k) amax = std::max(amax, std::fabs(double(v[r * in + k])));
+          for (int64_t k = c * 32; k < std::min(in, c * 32 + 32); ++k)
+            amax = std::max(amax, std::fabs(double(v[r * in + k])));
         double s = pow2_ceil(amax / 448);
         w.scale[b * cb + c] = static_cast<uint8_t>(127 + std::lround(std::log2(s)));
         for (int64_t r = b * 32; r < std::min(out, b * 32 + 32); ++r)
@@ -48,7 +49,8 @@ StoredWeight make_weight(WeightFormat f, int64_t out, int64_t in, uint32_t seed)
     for (int64_t r = 0; r < out; ++r)
       for (int64_t c = 0; c < in / 32; ++c) {
         double amax = 1e-12;
-        for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(double(v[r * in + c * 32 + k])));
+        for (int k = 0; k < 32; ++k)
+          amax = std::max(amax, std::fabs(double(v[r * in + c * 32 + k])));
         double s = pow2_ceil(amax / 6);
         w.scale[r * (in / 32) + c] = static_cast<uint8_t>(127 + std::lround(std::log2(s)));
         for (int k = 0; k < 32; ++k) {
@@ -71,7 +73,9 @@ StoredWeight make_weight(WeightFormat f, int64_t out, int64_t in, uint32_t seed)
 }
 
 // Reference: activation fake quantization from the definition, then a double dot product.
-std::vector<double> reference_linear(const std::vector<float>& x, int64_t rows, const StoredWeight& w,
+std::vector<double> reference_linear(const std::vector<float>& x,
+                                     int64_t rows,
+                                     const StoredWeight& w,
                                      bool quantize_act) {
   const int64_t in = w.view.in_features, out = w.view.out_features;
   std::vector<double> y(static_cast<size_t>(rows * out));
@@ -121,13 +125,18 @@ TEST_P(LinearTest, RowsDoNotDependOnBatchOrThreads) {
   three.linear(ConstRowsView(x.data(), rows, in), w.view, RowsView{all.data(), rows, out}, true);
   for (int64_t m = 0; m < rows; ++m) {
     std::vector<float> single(static_cast<size_t>(out));
-    one.linear(ConstRowsView(x.data() + m * in, 1, in), w.view, RowsView{single.data(), 1, out}, true);
-    ASSERT_EQ(std::memcmp(single.data(), all.data() + m * out, static_cast<size_t>(out) * 4), 0) << "row " << m;
+    one.linear(ConstRowsView(x.data() + m * in, 1, in), w.view, RowsView{single.data(), 1, out},
+               true);
+    ASSERT_EQ(std::memcmp(single.data(), all.data() + m * out, static_cast<size_t>(out) * 4), 0)
+        << "row " << m;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, LinearTest,
-                         ::testing::Values(WeightFormat::kFP8, WeightFormat::kFP4, WeightFormat::kBF16));
+INSTANTIATE_TEST_SUITE_P(Formats,
+                         LinearTest,
+                         ::testing::Values(WeightFormat::kFP8,
+                                           WeightFormat::kFP4,
+                                           WeightFormat::kBF16));
 
 TEST(Quantizers, Fp8FakeQuantMatchesDefinition) {
   ThreadPool pool(2);
@@ -141,7 +150,8 @@ TEST(Quantizers, Fp8FakeQuantMatchesDefinition) {
     double amax = 1e-4;
     for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(double(x[b * 32 + k])));
     double s = pow2_ceil(amax * double(1.0f / 448.0f));
-    for (int k = 0; k < 32; ++k) ref[b * 32 + k] = round_bf16(static_cast<float>(nearest_e4m3(x[b * 32 + k] / s) * s));
+    for (int k = 0; k < 32; ++k)
+      ref[b * 32 + k] = round_bf16(static_cast<float>(nearest_e4m3(x[b * 32 + k] / s) * s));
   }
   expect_close(y, ref, 0, 0, "fake_quant_fp8");
 }
@@ -158,8 +168,10 @@ TEST(Quantizers, Fp4FakeQuantMatchesDefinition) {
     for (size_t b = 0; b < x.size() / block; ++b) {
       double amax = 0;
       for (int k = 0; k < block; ++k) amax = std::max(amax, std::fabs(double(x[b * block + k])));
-      double s = block == 16 ? nearest_e4m3(static_cast<float>(std::max(amax, 6 * std::ldexp(1.0, -9)) / 6.0f))
-                             : pow2_ceil(std::max(amax, 6 * std::ldexp(1.0, -126)) * double(1.0f / 6.0f));
+      double s =
+          block == 16
+              ? nearest_e4m3(static_cast<float>(std::max(amax, 6 * std::ldexp(1.0, -9)) / 6.0f))
+              : pow2_ceil(std::max(amax, 6 * std::ldexp(1.0, -126)) * double(1.0f / 6.0f));
       for (int k = 0; k < block; ++k) {
         double v = std::clamp(double(static_cast<float>(x[b * block + k] / s)), -6.0, 6.0);
         ref[b * block + k] = round_bf16(static_cast<float>(nearest_e2m1(v) * s));

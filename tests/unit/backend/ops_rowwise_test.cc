@@ -93,11 +93,13 @@ TEST_F(RowOps, HyperConnectionSinkhornIsDoublyStochastic) {
   // collapse and expand
   std::vector<float> pre = {0.3f, 0.2f, 0.4f, 0.1f, 1, 0, 0, 0};
   auto y = poisoned(2 * dim);
-  ops_.hc_collapse(ConstRowsView(x.data(), 2, hc * dim), pre.data(), hc, RowsView{y.data(), 2, dim});
+  ops_.hc_collapse(ConstRowsView(x.data(), 2, hc * dim), pre.data(), hc,
+                   RowsView{y.data(), 2, dim});
   std::vector<double> ref(2 * dim);
   for (int r = 0; r < 2; ++r)
     for (int d = 0; d < dim; ++d)
-      for (int k = 0; k < hc; ++k) ref[r * dim + d] += pre[r * hc + k] * x[r * hc * dim + k * dim + d];
+      for (int k = 0; k < hc; ++k)
+        ref[r * dim + d] += pre[r * hc + k] * x[r * hc * dim + k * dim + d];
   expect_close(y, ref, 4e-3, 1e-6, "hc_collapse");
   auto out = poisoned(2 * hc * dim);
   ops_.hc_expand(ConstRowsView(y.data(), 2, dim), ConstRowsView(x.data(), 2, hc * dim), c, hc,
@@ -107,7 +109,8 @@ TEST_F(RowOps, HyperConnectionSinkhornIsDoublyStochastic) {
     for (int j = 0; j < hc; ++j)
       for (int d = 0; d < dim; ++d) {
         double v = double(c[r].post[j]) * y[r * dim + d];
-        for (int i = 0; i < hc; ++i) v += double(c[r].comb[i * hc + j]) * x[r * hc * dim + i * dim + d];
+        for (int i = 0; i < hc; ++i)
+          v += double(c[r].comb[i * hc + j]) * x[r * hc * dim + i * dim + d];
         eref[(r * hc + j) * dim + d] = v;
       }
   expect_close(out, eref, 4e-3, 1e-6, "hc_expand");
@@ -136,7 +139,8 @@ TEST_F(RowOps, RouterPicksBiasedTopkAndWeightsUnbiasedScores) {
   }
   std::vector<int> order(E);
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) { return s[a] + bias[a] > s[b] + bias[b]; });
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return s[a] + bias[a] > s[b] + bias[b]; });
   double sum = s[order[0]] + s[order[1]] + s[order[2]];
   for (int k = 0; k < 3; ++k) {
     EXPECT_EQ(experts[k], order[k]);
@@ -175,7 +179,8 @@ TEST_F(RowOps, EngramGateAndSoftmaxPool) {
       dot += double(x[k * dim + d]) * qk[k * dim + d] * kv[k * dim + d];
     }
     dot = dot / std::sqrt(hx / dim) / std::sqrt(kk / dim) / std::sqrt(double(dim));
-    double gate = 1 / (1 + std::exp(-std::copysign(std::sqrt(std::max(std::fabs(dot), 1e-6)), dot)));
+    double gate =
+        1 / (1 + std::exp(-std::copysign(std::sqrt(std::max(std::fabs(dot), 1e-6)), dot)));
     for (int d = 0; d < dim; ++d) ref[k * dim + d] = x[k * dim + d] + gate * kv[hc * dim + d];
   }
   expect_close(y, ref, 4e-3, 1e-6, "engram_gate");

@@ -1,13 +1,13 @@
 // Checkpoint loading: Hugging Face tensor names, errors that name the file and tensor, and
 // init-model's random checkpoints (deterministic, loadable, every layer mode).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
-#include <functional>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "backend/cpu/cpu_ops.h"
 #include "model/checkpoint_init.h"
@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 const std::string kGolden = std::string(DI_SHARED_DIR) + "/golden/v41-mini/checkpoint";
 
 fs::path temp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("di_ckpt_test_" + name + "_" + std::to_string(::getpid()));
+  fs::path p =
+      fs::temp_directory_path() / ("di_ckpt_test_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
@@ -32,7 +33,8 @@ fs::path temp_dir(const std::string& name) {
 
 // Rewrites the golden checkpoint with every tensor renamed by `rename` (or dropped when it
 // returns ""), into `dir`.
-void rewrite_checkpoint(const fs::path& dir, const std::function<std::string(const std::string&)>& rename) {
+void rewrite_checkpoint(const fs::path& dir,
+                        const std::function<std::string(const std::string&)>& rename) {
   auto file = weights::SafetensorsFile::open(kGolden + "/model.safetensors").value();
   weights::SafetensorsWriter w;
   for (const auto& t : file.tensors()) {
@@ -63,9 +65,12 @@ class CheckpointTest : public ::testing::Test {
 };
 
 TEST_F(CheckpointTest, HuggingFaceNamesLoadTheSameModel) {
-  EXPECT_EQ(hf_tensor_alias("layers.3.attn.wq_a.weight"), "model.layers.3.self_attn.q_a_proj.weight");
-  EXPECT_EQ(hf_tensor_alias("layers.3.attn.wq_a.scale"), "model.layers.3.self_attn.q_a_proj.weight_scale_inv");
-  EXPECT_EQ(hf_tensor_alias("layers.1.ffn.experts.7.w2.weight"), "model.layers.1.mlp.experts.7.down_proj.weight");
+  EXPECT_EQ(hf_tensor_alias("layers.3.attn.wq_a.weight"),
+            "model.layers.3.self_attn.q_a_proj.weight");
+  EXPECT_EQ(hf_tensor_alias("layers.3.attn.wq_a.scale"),
+            "model.layers.3.self_attn.q_a_proj.weight_scale_inv");
+  EXPECT_EQ(hf_tensor_alias("layers.1.ffn.experts.7.w2.weight"),
+            "model.layers.1.mlp.experts.7.down_proj.weight");
   EXPECT_EQ(hf_tensor_alias("layers.0.hc_attn_scale"), "model.layers.0.attn_hc.scale");
   auto dir = temp_dir("hf");
   rewrite_checkpoint(dir, [](const std::string& n) {
@@ -89,8 +94,10 @@ TEST_F(CheckpointTest, VisionWeightsAreLoadedAroundForTextOnlyUse) {
   {
     // Append vision tower tensors to the checkpoint as a second shard-less file set.
     weights::SafetensorsWriter w;
-    w.add_bytes("vision.blocks.0.attn.qkv.weight", weights::DType::kBF16, {96, 32}, std::vector<uint8_t>(96 * 32 * 2, 0));
-    w.add_bytes("aligner.fc1.weight", weights::DType::kBF16, {128, 96}, std::vector<uint8_t>(128 * 96 * 2, 0));
+    w.add_bytes("vision.blocks.0.attn.qkv.weight", weights::DType::kBF16, {96, 32},
+                std::vector<uint8_t>(96 * 32 * 2, 0));
+    w.add_bytes("aligner.fc1.weight", weights::DType::kBF16, {128, 96},
+                std::vector<uint8_t>(128 * 96 * 2, 0));
     ASSERT_TRUE(w.write((dir / "model-vision.safetensors").string()).ok());
     fs::rename(dir / "model.safetensors", dir / "model-text.safetensors");
   }
@@ -105,7 +112,8 @@ TEST_F(CheckpointTest, VisionWeightsAreLoadedAroundForTextOnlyUse) {
 
 TEST_F(CheckpointTest, MissingTensorIsAnErrorNamingIt) {
   auto dir = temp_dir("missing");
-  rewrite_checkpoint(dir, [](const std::string& n) { return n == "layers.4.attn.indexer.wk.weight" ? "" : n; });
+  rewrite_checkpoint(
+      dir, [](const std::string& n) { return n == "layers.4.attn.indexer.wk.weight" ? "" : n; });
   auto m = Model::load(dir.string(), ops_);
   ASSERT_FALSE(m.has_value());
   EXPECT_EQ(m.status().code(), StatusCode::kNotFound);
@@ -133,8 +141,10 @@ TEST_F(CheckpointTest, WrongShapeOrDtypeNamesFileAndTensor) {
   }
   auto m = Model::load(dir.string(), ops_);
   ASSERT_FALSE(m.has_value());
-  EXPECT_NE(m.status().message().find("layers.2.attn.kv_norm.weight"), std::string::npos) << m.status().to_string();
-  EXPECT_NE(m.status().message().find("model.safetensors"), std::string::npos) << m.status().to_string();
+  EXPECT_NE(m.status().message().find("layers.2.attn.kv_norm.weight"), std::string::npos)
+      << m.status().to_string();
+  EXPECT_NE(m.status().message().find("model.safetensors"), std::string::npos)
+      << m.status().to_string();
   fs::remove_all(dir);
 }
 
@@ -146,7 +156,8 @@ TEST_F(CheckpointTest, TruncatedFileIsAnError) {
   fs::resize_file(dir / "model.safetensors", fs::file_size(dir / "model.safetensors") / 2);
   auto m = Model::load(dir.string(), ops_);
   ASSERT_FALSE(m.has_value());
-  EXPECT_NE(m.status().message().find("model.safetensors"), std::string::npos) << m.status().to_string();
+  EXPECT_NE(m.status().message().find("model.safetensors"), std::string::npos)
+      << m.status().to_string();
   fs::remove_all(dir);
 }
 
@@ -166,7 +177,8 @@ TEST_F(CheckpointTest, InitModelIsDeterministicAndLoads) {
   ASSERT_TRUE(m.has_value()) << m.status().to_string();
   const auto& cfg = (*m)->config();
   EXPECT_EQ(cfg.vocab_size, 129280);
-  for (LayerMode mode : {LayerMode::kSwa, LayerMode::kFull, LayerMode::kReuse, LayerMode::kReindex}) {
+  for (LayerMode mode :
+       {LayerMode::kSwa, LayerMode::kFull, LayerMode::kReuse, LayerMode::kReindex}) {
     bool found = false;
     for (int l = 0; l < cfg.n_layers; ++l) found = found || cfg.layer_mode(l) == mode;
     EXPECT_TRUE(found) << layer_mode_name(mode);

@@ -37,7 +37,8 @@ class ForwardProperty : public ::testing::TestWithParam<const char*> {
   }
 
   // Runs one forward over several (sequence, tokens) chunks; returns all rows' logits per chunk.
-  std::vector<std::vector<float>> run(std::vector<std::pair<SequenceState*, std::vector<int32_t>>> chunks) {
+  std::vector<std::vector<float>> run(
+      std::vector<std::pair<SequenceState*, std::vector<int32_t>>> chunks) {
     ForwardContext ctx;
     ctx.pool = pool_.get();
     std::vector<int64_t> rows;
@@ -53,7 +54,8 @@ class ForwardProperty : public ::testing::TestWithParam<const char*> {
     const int64_t V = model_->config().vocab_size;
     int64_t r = 0;
     for (auto& [seq, toks] : chunks) {
-      out.emplace_back(logits.begin() + r * V, logits.begin() + (r + static_cast<int64_t>(toks.size())) * V);
+      out.emplace_back(logits.begin() + r * V,
+                       logits.begin() + (r + static_cast<int64_t>(toks.size())) * V);
       r += static_cast<int64_t>(toks.size());
     }
     return out;
@@ -65,7 +67,8 @@ class ForwardProperty : public ::testing::TestWithParam<const char*> {
     std::vector<float> all;
     size_t pos = 0;
     for (int n : sizes) {
-      std::vector<int32_t> part(tokens.begin() + static_cast<int64_t>(pos), tokens.begin() + static_cast<int64_t>(pos) + n);
+      std::vector<int32_t> part(tokens.begin() + static_cast<int64_t>(pos),
+                                tokens.begin() + static_cast<int64_t>(pos) + n);
       auto out = run({{&seq, part}});
       all.insert(all.end(), out[0].begin(), out[0].end());
       pos += static_cast<size_t>(n);
@@ -118,7 +121,8 @@ TEST_P(ForwardProperty, LogitsDoNotDependOnTheBatch) {
   auto sb = pool_->create_sequence().value();
   auto sc = pool_->create_sequence().value();
   std::vector<float> batched;
-  // a's prefill shares a step with b's prefill; a's decode steps share with c's chunks and b's decode.
+  // a's prefill shares a step with b's prefill; a's decode steps share with c's chunks and b's
+  // decode.
   auto o1 = run({{&sb, b}, {&sa, {a.begin(), a.begin() + 40}}});
   batched.insert(batched.end(), o1[1].begin(), o1[1].end());
   for (int i = 40; i < 45; ++i) {
@@ -136,10 +140,13 @@ TEST_P(ForwardProperty, LogitsDoNotDependOnTheBatch) {
   pool_->release_sequence(sc);
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, ForwardProperty, ::testing::Values("v41-mini", "v41-mini-topk"),
+INSTANTIATE_TEST_SUITE_P(Golden,
+                         ForwardProperty,
+                         ::testing::Values("v41-mini", "v41-mini-topk"),
                          [](const auto& info) {
                            std::string s = info.param;
-                           for (auto& ch : s) if (ch == '-') ch = '_';
+                           for (auto& ch : s)
+                             if (ch == '-') ch = '_';
                            return s;
                          });
 
