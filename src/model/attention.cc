@@ -43,6 +43,7 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
   const ModelConfig& c = config_;
   const int64_t T = u.rows, H = c.n_heads, D = c.head_dim, rd = c.rope_head_dim;
   const int64_t win = c.window_size;
+  const int late = c.late_layer_start();
   const auto& rope = rope_[static_cast<size_t>(layer)];
 
   std::vector<float> qr = rows_buffer(T, c.q_lora_rank), q = rows_buffer(T, H * D);
@@ -84,13 +85,14 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
   for (int64_t r = 0; r < T; ++r) {
     const int chunk = ctx.row_chunk[static_cast<size_t>(r)];
     SequenceState& seq = *ctx.chunks[static_cast<size_t>(chunk)].seq;
-    const int64_t chunk_start = seq.num_tokens,
+    const int64_t chunk_start = ctx.chunk_first_position[static_cast<size_t>(chunk)],
                   row0 = ctx.chunk_row_begin[static_cast<size_t>(chunk)];
     const int64_t pos = ctx.positions[static_cast<size_t>(r)];
     const float** kr = keys.data() + r * n_keys;
+    const int64_t valid_from = layer >= late ? seq.late_valid_from : 0;
     for (int64_t i = 0; i < win; ++i) {
       const int64_t kp = pos - win + 1 + i;
-      if (kp < 0) continue;
+      if (kp < 0 || kp < valid_from) continue;
       kr[i] = kp >= chunk_start ? kv_v.row(row0 + kp - chunk_start)
                                 : ctx.pool->window_row(seq, layer, kp);
     }
@@ -120,7 +122,7 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
     const int64_t n = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
     for (int64_t i = std::max<int64_t>(0, n - win); i < n; ++i) {
       std::copy_n(kv_v.row(ctx.chunk_row_begin[ch] + i), D,
-                  ctx.pool->window_row(seq, layer, seq.num_tokens + i));
+                  ctx.pool->window_row(seq, layer, ctx.chunk_first_position[ch] + i));
     }
   }
 

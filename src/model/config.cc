@@ -64,6 +64,13 @@ int ModelConfig::engram_index(int layer) const {
   return -1;
 }
 
+int ModelConfig::late_layer_start() const {
+  int start = 0;
+  for (int s : kv_source_layers) start = std::max(start, s + 1);
+  for (int e : engram_layer_ids) start = std::max(start, e + 1);
+  return start == 0 ? n_layers : std::min(start, n_layers);
+}
+
 int ModelConfig::routed_experts_of(int layer) const {
   if (layer < n_layers || dspark_n_routed_experts == 0) return n_routed_experts;
   return dspark_n_routed_experts;

@@ -98,6 +98,9 @@ struct ModelConfig {
   // The index source whose selection layer `layer` uses (-1 for ratio-0 layers).
   int index_source_of(int layer) const;
   int engram_index(int layer) const;  // position in engram_layer_ids, or -1
+  // The first layer whose prefill output only matters for a prompt's tail (spec §1.2): after the
+  // last KV source and the last Engram layer; n_layers when there is none.
+  int late_layer_start() const;
   int routed_experts_of(int layer) const;
   int activated_experts_of(int layer) const;
 };

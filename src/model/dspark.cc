@@ -31,7 +31,7 @@ void Model::seed_dspark(ForwardContext& ctx) const {
       const int64_t n = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
       for (int64_t i = std::max<int64_t>(0, n - win); i < n; ++i) {
         std::copy_n(kv_v.row(ctx.chunk_row_begin[ch] + i), D,
-                    ctx.pool->window_row(seq, layer, seq.num_tokens + i));
+                    ctx.pool->window_row(seq, layer, ctx.chunk_first_position[ch] + i));
       }
     }
   }
@@ -109,6 +109,7 @@ Expected<DraftResult> Model::draft(StatePool& pool,
   ctx.tokens = ctx.chunks[0].tokens;
   ctx.num_rows = B;
   ctx.chunk_row_begin = {0};
+  ctx.chunk_first_position = {seq.num_tokens};
   ctx.row_chunk.assign(static_cast<size_t>(B), 0);
   for (int64_t i = 0; i < B; ++i) ctx.positions.push_back(seq.num_tokens + i);
 

@@ -16,6 +16,10 @@ namespace di::model {
 struct SequenceChunk {
   SequenceState* seq = nullptr;
   std::vector<int32_t> tokens;  // processed at positions seq->num_tokens ...
+  // SWA bounded replay (spec §1.2): rows at positions below this skip the layers after the last
+  // KV source; only their window slots are then missing, which later queries treat as empty.
+  // 0 (default) runs every layer on every row: exact.
+  int64_t replay_from = 0;
 };
 
 // Decisions recorded for comparison with the reference (golden checks, debugging).
@@ -35,7 +39,8 @@ struct ForwardContext {
   std::vector<int32_t> tokens;
   std::vector<int64_t> positions;
   std::vector<int32_t> row_chunk;
-  std::vector<int64_t> chunk_row_begin;  // first row of each chunk
+  std::vector<int64_t> chunk_row_begin;       // first row of each chunk
+  std::vector<int64_t> chunk_first_position;  // position of each chunk's first row
   int64_t num_rows = 0;
   // Engram hash rows per engram layer: layer -> [rows, n_cols].
   std::map<int, std::vector<int64_t>> engram_hashes;

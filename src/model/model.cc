@@ -74,6 +74,7 @@ Status Model::begin_forward(ForwardContext& ctx) const {
   ctx.positions.clear();
   ctx.row_chunk.clear();
   ctx.chunk_row_begin.clear();
+  ctx.chunk_first_position.clear();
   for (size_t c = 0; c < ctx.chunks.size(); ++c) {
     const SequenceChunk& ch = ctx.chunks[c];
     if (!ch.seq || ch.seq->slot < 0)
@@ -89,6 +90,7 @@ Status Model::begin_forward(ForwardContext& ctx) const {
     }
     DI_RETURN_IF_ERROR(ctx.pool->reserve(*ch.seq, static_cast<int64_t>(ch.tokens.size())));
     ctx.chunk_row_begin.push_back(static_cast<int64_t>(ctx.tokens.size()));
+    ctx.chunk_first_position.push_back(ch.seq->num_tokens);
     for (size_t i = 0; i < ch.tokens.size(); ++i) {
       ctx.tokens.push_back(ch.tokens[i]);
       ctx.positions.push_back(ch.seq->num_tokens + static_cast<int64_t>(i));
@@ -234,7 +236,6 @@ void Model::final_logits(ConstRowsView x,
 }
 
 void Model::end_forward(ForwardContext& ctx) const {
-  if (config_.has_dspark()) seed_dspark(ctx);
   for (size_t c = 0; c < ctx.chunks.size(); ++c) {
     auto& ch = ctx.chunks[c];
     if (hasher_) ch.seq->engram_history = ctx.engram_next_history[c];
@@ -248,6 +249,12 @@ Status Model::forward(ForwardContext& ctx,
   DI_RETURN_IF_ERROR(begin_forward(ctx));
   for (int64_t r : logits_rows) {
     if (r < 0 || r >= ctx.num_rows) return invalid_argument("forward: logits row out of range");
+    const SequenceChunk& ch =
+        ctx.chunks[static_cast<size_t>(ctx.row_chunk[static_cast<size_t>(r)])];
+    if (ctx.positions[static_cast<size_t>(r)] < ch.replay_from &&
+        config_.late_layer_start() < config_.n_layers) {
+      return invalid_argument("forward: logits requested for a row that bounded replay skips");
+    }
   }
   const int64_t width = static_cast<int64_t>(config_.hc_mult) * config_.dim;
   std::vector<float> x(static_cast<size_t>(ctx.num_rows * width));
@@ -256,28 +263,54 @@ Status Model::forward(ForwardContext& ctx,
   std::vector<float> pre_mix(static_cast<size_t>(ctx.num_rows * config_.hc_mult), 0.0f);
   for (int64_t r = 0; r < ctx.num_rows; ++r)
     pre_mix[static_cast<size_t>(r * config_.hc_mult)] = 1.0f;
-  const auto& targets = config_.dspark_target_layer_ids;
+  // Bounded replay narrows the rows after the last KV source to each prompt's tail.
+  ForwardContext tail;
+  std::vector<int64_t> kept;  // original row of each row of `tail`
+  ForwardContext* active = &ctx;
+  const int late = config_.late_layer_start();
+  const bool replay = std::any_of(ctx.chunks.begin(), ctx.chunks.end(), [](const SequenceChunk& c) {
+    return c.replay_from > c.seq->num_tokens;
+  });
   for (int l = 0; l < config_.n_layers; ++l) {
-    if (weights_.layers[static_cast<size_t>(l)].engram) apply_engram(l, ctx, xv);
-    auto it = std::find(targets.begin(), targets.end(), l);
-    if (config_.has_dspark() && it != targets.end()) {
-      // DSpark reads the mean over copies of its target layers' block inputs (bf16).
-      const int64_t t = it - targets.begin();
-      const int64_t nt = static_cast<int64_t>(targets.size());
-      for (int64_t r = 0; r < ctx.num_rows; ++r) {
-        for (int64_t d = 0; d < config_.dim; ++d) {
-          float s = 0;
-          for (int k = 0; k < config_.hc_mult; ++k) s += xv.row(r)[k * config_.dim + d];
-          ctx.main_hidden[static_cast<size_t>((r * nt + t) * config_.dim + d)] =
-              round_bf16(s / static_cast<float>(config_.hc_mult));
-        }
-      }
+    if (replay && l == late) {
+      kept = narrow_to_replay_tail(ctx, tail);
+      active = &tail;
+      x = gather_rows(x, width, kept);
+      pre_mix = gather_rows(pre_mix, config_.hc_mult, kept);
+      xv = RowsView{x.data(), tail.num_rows, width};
     }
-    run_block(l, ctx, xv, pre_mix);
+    if (weights_.layers[static_cast<size_t>(l)].engram) apply_engram(l, *active, xv);
+    record_dspark_input(l, *active, xv);
+    run_block(l, *active, xv, pre_mix);
   }
-  final_logits(xv, pre_mix, logits_rows, logits);
+  std::vector<int64_t> rows = logits_rows;
+  if (active != &ctx) {
+    for (int64_t& r : rows) {
+      auto it = std::lower_bound(kept.begin(), kept.end(), r);
+      r = it - kept.begin();  // present: checked before the forward
+    }
+  }
+  final_logits(xv, pre_mix, rows, logits);
+  if (config_.has_dspark()) seed_dspark(*active);
   end_forward(ctx);
   return Status();
+}
+
+void Model::record_dspark_input(int layer, ForwardContext& ctx, ConstRowsView x) const {
+  const auto& targets = config_.dspark_target_layer_ids;
+  auto it = std::find(targets.begin(), targets.end(), layer);
+  if (!config_.has_dspark() || it == targets.end()) return;
+  // DSpark reads the mean over copies of its target layers' block inputs (bf16).
+  const int64_t t = it - targets.begin();
+  const int64_t nt = static_cast<int64_t>(targets.size());
+  for (int64_t r = 0; r < ctx.num_rows; ++r) {
+    for (int64_t d = 0; d < config_.dim; ++d) {
+      float s = 0;
+      for (int k = 0; k < config_.hc_mult; ++k) s += x.row(r)[k * config_.dim + d];
+      ctx.main_hidden[static_cast<size_t>((r * nt + t) * config_.dim + d)] =
+          round_bf16(s / static_cast<float>(config_.hc_mult));
+    }
+  }
 }
 
 }  // namespace di::model

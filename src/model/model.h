@@ -25,6 +25,14 @@ struct DraftResult {
   std::vector<float> confidence;  // [block_size] confidence logits
 };
 
+// Bounded replay (bounded_replay.cc): the rows of `ctx` at or after each chunk's replay_from, as
+// a context of their own in `tail` (selections, candidates and DSpark inputs carried along);
+// marks the skipped window slots of the late layers as missing. Returns the kept rows' indices.
+std::vector<int64_t> narrow_to_replay_tail(ForwardContext& ctx, ForwardContext& tail);
+std::vector<float> gather_rows(const std::vector<float>& v,
+                               int64_t width,
+                               const std::vector<int64_t>& rows);
+
 class Model {
  public:
   // Loads DIR/config.json, the safetensors checkpoint and DIR/tokenizer.json (for Engram's token
@@ -53,7 +61,7 @@ class Model {
                     const std::vector<int64_t>& rows,
                     std::vector<float>& logits,
                     std::vector<float>* final_hidden = nullptr) const;
-  void end_forward(ForwardContext& ctx) const;  // advances positions, seeds DSpark windows
+  void end_forward(ForwardContext& ctx) const;  // commits Engram look-back, advances positions
 
   // DSpark: drafts block_size tokens after `token`, which sits at position seq.num_tokens (the
   // next position); seq must have been advanced by forward (which seeded the draft windows).
@@ -76,6 +84,7 @@ class Model {
   void output_projection(int layer, RowsView o, RowsView out) const;
   void moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView out) const;
   void seed_dspark(ForwardContext& ctx) const;
+  void record_dspark_input(int layer, ForwardContext& ctx, ConstRowsView x) const;
   std::vector<float> router_margins(ConstRowsView u,
                                     const MoeWeights& m,
                                     const backend::RouteParams& p) const;

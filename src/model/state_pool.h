@@ -47,8 +47,11 @@ struct CompressedStream {
 };
 
 struct SequenceState {
-  int32_t slot = -1;                      // window-ring slot
-  int64_t num_tokens = 0;                 // positions already processed
+  int32_t slot = -1;       // window-ring slot
+  int64_t num_tokens = 0;  // positions already processed
+  // Window slots of the late layers (after the last KV source) hold nothing below this position
+  // when a prefill skipped them (bounded replay).
+  int64_t late_valid_from = 0;
   std::vector<CompressedStream> streams;  // one per config.kv_source_layers entry
   // Engram look-back tokens carried between calls.
   engram::NgramHistory engram_history;
