@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "grammar/json_char.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace di::grammar {
+
+ExprId json_string_char(Grammar& g, const CharClass& cls_in, bool allow_u_escapes) {
+  CharClass cls = cls_in;
+  cls.normalize();
+  CharClass raw;
+  for (auto [lo, hi] : cls.ranges()) {
+    // Everything but controls, '"' and '\\' is written raw.
+    auto add_clipped = [&](uint32_t a, uint32_t b) {
+      a = std::max(a, lo);
+      b = std::min(b, hi);
+      if (a <= b) raw.add(a, b);
+    };
+    add_clipped(0x20, 0x21);
+    add_clipped(0x23, 0x5B);
+    add_clipped(0x5D, kMaxCodePoint);
+  }
+  std::vector<ExprId> alts;
+  if (!raw.ranges().empty()) alts.push_back(utf8_class(g, raw));
+  auto has = [&](uint32_t c) { return cls.contains(c); };
+  if (has('"')) alts.push_back(g.literal("\\\""));
+  if (has('\\')) alts.push_back(g.literal("\\\\"));
+  if (has('/')) alts.push_back(g.literal("\\/"));
+  for (uint32_t c = 0; c < 0x20; ++c) {
+    if (!has(c)) continue;
+    const char* shortform = c == '\n'   ? "\\n"
+                            : c == '\r' ? "\\r"
+                            : c == '\t' ? "\\t"
+                            : c == '\b' ? "\\b"
+                            : c == '\f' ? "\\f"
+                                        : nullptr;
+    if (shortform) alts.push_back(g.literal(shortform));
+    char buf[8];
+    std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+    // Both hex cases: serializers differ.
+    std::vector<ExprId> seq{g.literal("\\u00")};
+    for (int i = 4; i < 6; ++i) {
+      ByteSet b = ByteSet::single(static_cast<uint8_t>(buf[i]));
+      if (buf[i] >= 'a') b.set(static_cast<uint8_t>(buf[i] - 32));
+      seq.push_back(g.bytes(b));
+    }
+    alts.push_back(g.seq(std::move(seq)));
+  }
+  (void)allow_u_escapes;  // TODO(#7): \uXXXX for ordinary characters (needs per-range hex tries)
+  return g.alt(std::move(alts));
+}
+
+}  // namespace di::grammar
