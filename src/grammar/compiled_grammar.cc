@@ -1,30 +1,83 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "grammar/compiled_grammar.h"
 
+#include <unordered_map>
+
 #include "grammar/earley.h"
 
 namespace di::grammar {
 
 Expected<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::create(
-    const Grammar& g, std::shared_ptr<const TokenTrie> trie, const CompileLimits& limits) {
+    const Grammar& g,
+    std::shared_ptr<const TokenTrie> trie,
+    const CompileLimits& limits,
+    std::shared_ptr<MaskStore> store) {
   auto nfa = NfaGrammar::build(g, limits);
   if (!nfa) return nfa.status();
   auto cg = std::make_shared<CompiledGrammar>();
   cg->nfa_ = std::move(nfa).value();
   cg->trie_ = std::move(trie);
   cg->cache_.resize(cg->nfa_->states().size());
+  cg->rule_key_.resize(cg->nfa_->num_rules());
+  cg->store_ = std::move(store);
   return std::shared_ptr<const CompiledGrammar>(std::move(cg));
 }
 
 const StateMask& CompiledGrammar::state_mask(uint32_t q) const {
+  std::string key;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (cache_[q]) return *cache_[q];
+    if (store_) {
+      RuleId r = nfa_->states()[q].rule;
+      if (!rule_key_[r]) rule_key_[r] = store_->intern(canonical(r)) + 1;
+      key = std::to_string(*rule_key_[r]) + '#' + std::to_string(q - nfa_->rule_start(r));
+    }
   }
-  auto m = compute(q);
+  std::shared_ptr<const StateMask> m = store_ ? store_->find(key) : nullptr;
+  if (!m) {
+    m = compute(q);
+    if (store_) store_->insert(key, m);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (!cache_[q]) cache_[q] = std::move(m);
   return *cache_[q];
+}
+
+// Rules reachable from r, renumbered in discovery order, each written as its states (final
+// flag, byte sets, local targets, renumbered callees). States of a rule are contiguous and start
+// with the rule's start state (nfa.cc builds them that way).
+std::string CompiledGrammar::canonical(RuleId r) const {
+  const NfaGrammar& g = *nfa_;
+  std::vector<RuleId> order{r};
+  std::unordered_map<RuleId, uint32_t> ids{{r, 0}};
+  std::string out;
+  auto put = [&out](uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  for (size_t i = 0; i < order.size(); ++i) {
+    RuleId x = order[i];
+    uint32_t begin = g.rule_start(x);
+    uint32_t end = static_cast<size_t>(x) + 1 < g.num_rules()
+                       ? g.rule_start(x + 1)
+                       : static_cast<uint32_t>(g.states().size());
+    put(0xFFFFFFFF00000000ull | (end - begin));
+    for (uint32_t s = begin; s < end; ++s) {
+      const NfaState& st = g.states()[s];
+      put(st.final);
+      for (uint32_t e = st.byte_begin; e < st.byte_end; ++e) {
+        for (uint64_t w : g.byte_edges()[e].set.words) put(w);
+        put(g.byte_edges()[e].target - begin);
+      }
+      put(0xFFFFFFFFFFFFFFFEull);
+      for (uint32_t e = st.ref_begin; e < st.ref_end; ++e) {
+        RuleId c = g.ref_edges()[e].rule;
+        auto [it, fresh] = ids.emplace(c, static_cast<uint32_t>(order.size()));
+        if (fresh) order.push_back(c);
+        put((uint64_t{it->second} << 32) | (g.ref_edges()[e].target - begin));
+      }
+      put(0xFFFFFFFFFFFFFFFDull);
+    }
+  }
+  return out;
 }
 
 size_t CompiledGrammar::cached_states() const {

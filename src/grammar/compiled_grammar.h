@@ -15,8 +15,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "grammar/mask_store.h"
 #include "grammar/nfa.h"
 #include "grammar/vocabulary.h"
 
@@ -31,7 +34,10 @@ struct StateMask {
 class CompiledGrammar {
  public:
   static Expected<std::shared_ptr<const CompiledGrammar>> create(
-      const Grammar& g, std::shared_ptr<const TokenTrie> trie, const CompileLimits& limits = {});
+      const Grammar& g,
+      std::shared_ptr<const TokenTrie> trie,
+      const CompileLimits& limits = {},
+      std::shared_ptr<MaskStore> store = nullptr);
 
   const NfaGrammar& nfa() const { return *nfa_; }
   const TokenTrie& trie() const { return *trie_; }
@@ -43,11 +49,15 @@ class CompiledGrammar {
 
  private:
   std::unique_ptr<StateMask> compute(uint32_t q) const;
+  // Canonical text of the sub-grammar reachable from rule r.
+  std::string canonical(RuleId r) const;
 
   std::shared_ptr<const NfaGrammar> nfa_;
   std::shared_ptr<const TokenTrie> trie_;
   mutable std::mutex mu_;
-  mutable std::vector<std::unique_ptr<StateMask>> cache_;
+  std::shared_ptr<MaskStore> store_;
+  mutable std::vector<std::shared_ptr<const StateMask>> cache_;
+  mutable std::vector<std::optional<uint64_t>> rule_key_;  // interned canonical(r), lazily
 };
 
 }  // namespace di::grammar

@@ -7,12 +7,14 @@
 namespace di::grammar {
 
 GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenTrie> trie, CompilerOptions opts)
-    : trie_(std::move(trie)), opts_(opts) {}
+    : trie_(std::move(trie)), opts_(std::move(opts)) {
+  if (!opts_.mask_store) opts_.mask_store = std::make_shared<MaskStore>();
+}
 
 GrammarCompiler::Result GrammarCompiler::compile(const Grammar& g) {
   CompileLimits limits;
   limits.deadline = std::chrono::steady_clock::now() + opts_.timeout;
-  return CompiledGrammar::create(g, trie_, limits);
+  return CompiledGrammar::create(g, trie_, limits, opts_.mask_store);
 }
 
 GrammarCompiler::Result GrammarCompiler::cached(const std::string& key,

@@ -22,6 +22,9 @@ namespace di::grammar {
 struct CompilerOptions {
   size_t cache_capacity = 256;
   std::chrono::milliseconds timeout{10'000};
+  // Mask-cache entries shared across grammars; must belong to the same vocabulary. Null: the
+  // compiler makes its own.
+  std::shared_ptr<MaskStore> mask_store;
 };
 
 class GrammarCompiler {
