@@ -110,12 +110,16 @@ void GrammarMatcher::fill_next_token_bitmask(TokenBitmask& mask) {
   const size_t base = parser_.num_sets();
   std::string_view prev;
   size_t depth = 0;
-  for (uint32_t node : uncertain_) {
+  for (size_t i = 0; i < uncertain_.size();) {
+    const uint32_t node = uncertain_[i];
     const int32_t* tb = t.tokens_begin(node);
     const int32_t* te = t.tokens_end(node);
     bool any_unset = false;
     for (const int32_t* k = tb; k != te; ++k) any_unset |= !mask.test(*k);
-    if (!any_unset) continue;
+    if (!any_unset) {
+      ++i;
+      continue;
+    }
     std::string_view s = t.token_bytes(*tb);
     size_t l = 0;
     while (l < depth && l < s.size() && s[l] == prev[l]) ++l;
@@ -123,8 +127,15 @@ void GrammarMatcher::fill_next_token_bitmask(TokenBitmask& mask) {
     depth = l;
     while (depth < s.size() && parser_.push_byte(static_cast<uint8_t>(s[depth]))) ++depth;
     prev = s;
-    if (depth == s.size())
+    if (depth == s.size()) {
       for (const int32_t* k = tb; k != te; ++k) mask.set(*k);
+      ++i;
+      continue;
+    }
+    // Byte `depth` failed: every uncertain token below that trie prefix fails too.
+    const uint32_t end = t.skip(t.ancestor(node, static_cast<uint32_t>(depth + 1)));
+    i = static_cast<size_t>(std::lower_bound(uncertain_.begin() + i, uncertain_.end(), end) -
+                            uncertain_.begin());
   }
   parser_.truncate(base);
 }

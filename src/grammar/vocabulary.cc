@@ -30,6 +30,7 @@ std::shared_ptr<const TokenTrie> TokenTrie::build(const Vocabulary& vocab) {
   t->depth_.push_back(0);
   t->skip_.push_back(0);
   t->tok_begin_.push_back(0);
+  t->parent_.push_back(0);
   std::vector<uint32_t> path = {0};
   std::string_view prev;
   auto close_to = [&](size_t depth) {
@@ -44,6 +45,7 @@ std::shared_ptr<const TokenTrie> TokenTrie::build(const Vocabulary& vocab) {
     while (l < s.size() && l < prev.size() && s[l] == prev[l]) ++l;
     close_to(l);
     for (size_t d = l; d < s.size(); ++d) {
+      t->parent_.push_back(path.back());
       path.push_back(static_cast<uint32_t>(t->byte_.size()));
       t->byte_.push_back(static_cast<uint8_t>(s[d]));
       t->depth_.push_back(static_cast<uint32_t>(d + 1));

@@ -34,6 +34,11 @@ class TokenTrie {
   uint8_t byte(uint32_t node) const { return byte_[node]; }
   uint32_t depth(uint32_t node) const { return depth_[node]; }
   uint32_t skip(uint32_t node) const { return skip_[node]; }  // first node after the subtree
+  // Ancestor of `node` at depth d (d <= depth(node)).
+  uint32_t ancestor(uint32_t node, uint32_t d) const {
+    while (depth_[node] > d) node = parent_[node];
+    return node;
+  }
   // Tokens ending exactly at `node`.
   const int32_t* tokens_begin(uint32_t node) const { return toks_.data() + tok_begin_[node]; }
   const int32_t* tokens_end(uint32_t node) const { return toks_.data() + tok_begin_[node + 1]; }
@@ -49,7 +54,7 @@ class TokenTrie {
   std::vector<uint8_t> special_;
   int32_t eos_id_ = -1;
   std::vector<uint8_t> byte_;
-  std::vector<uint32_t> depth_, skip_, tok_begin_;
+  std::vector<uint32_t> depth_, skip_, tok_begin_, parent_;
   std::vector<int32_t> toks_, node_of_;
 };
 
