@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/bench_vocab.h"
+#include "cli/grammar_conformance.h"
 #include "grammar/compiler.h"
 #include "grammar/matcher.h"
 
@@ -22,31 +23,6 @@ namespace {
 using ojson = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
-
-// Python json.dumps() layout (", " and ": "), keeping key order; non-ASCII stays raw UTF-8.
-void dump_python_style(const ojson& v, std::string& out) {
-  if (v.is_object()) {
-    out += '{';
-    bool first = true;
-    for (auto& [k, x] : v.items()) {
-      if (!first) out += ", ";
-      first = false;
-      out += ojson(k).dump();
-      out += ": ";
-      dump_python_style(x, out);
-    }
-    out += '}';
-  } else if (v.is_array()) {
-    out += '[';
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i) out += ", ";
-      dump_python_style(v[i], out);
-    }
-    out += ']';
-  } else {
-    out += v.dump();
-  }
-}
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -160,8 +136,7 @@ int run_grammar_bench_command(int argc, char** argv) {
     compile_ms.push_back(ms);
     bool validation_err = false, invalidation_err = false, timed_out = false;
     for (auto& test : doc.value("tests", ojson::array())) {
-      std::string text;
-      dump_python_style(test["data"], text);
+      std::string text = dump_python_style(test["data"].dump());
       bool valid = test.value("valid", false);
       grammar::GrammarMatcher m(*cg);
       Walk w =
@@ -207,7 +182,17 @@ int run_grammar_bench_command(int argc, char** argv) {
                {"mask_us_p99", percentile(mask_us, 99)},
                {"compile_ms_p50", percentile(compile_ms, 50)},
                {"compile_ms_p99", percentile(compile_ms, 99)}};
-  (void)suite_dir;
+  if (!suite_dir.empty()) {
+    ConformanceCounts sc = run_schema_test_suite(suite_dir, lenient, verbose);
+    std::printf(
+        "JSON-Schema-Test-Suite: groups %d (compile error %d), tests %d: passed %d, "
+        "validation error %d, invalidation error %d, skipped %d\n",
+        sc.groups, sc.compile_error, sc.tests, sc.passed, sc.validation_error,
+        sc.invalidation_error, sc.skipped);
+    out["suite_tests"] = sc.tests;
+    out["suite_passed"] = sc.passed;
+    out["suite_invalidation_error"] = sc.invalidation_error;
+  }
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

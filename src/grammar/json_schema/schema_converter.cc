@@ -148,7 +148,7 @@ json SchemaConverter::merge_all_of(const json& s, const std::string& path, int d
     for (const json& p : base["allOf"]) parts.push_back(p);
     base.erase("allOf");
   }
-  if (base.contains("$ref") && base.size() > 1) {
+  if (base.contains("$ref")) {
     // Siblings of $ref: (2019+) apply both.
     std::string ref = base["$ref"].is_string() ? base["$ref"].get<std::string>() : "";
     base.erase("$ref");
@@ -165,8 +165,19 @@ json SchemaConverter::merge_all_of(const json& s, const std::string& path, int d
       if (p == false) return json(false);
       continue;
     }
-    if (p.contains("$ref"))
-      p = merge_all_of(resolve_ref(p["$ref"].get<std::string>(), path), path, depth + 1);
+    // additionalProperties / items only see the properties / prefixItems of their own schema
+    // object, so merging those across allOf parts would change their meaning.
+    auto object_shape = [](const json& x) {
+      return x.contains("properties") || x.contains("patternProperties") ||
+             x.contains("additionalProperties");
+    };
+    auto array_shape = [](const json& x) {
+      return x.contains("items") || x.contains("prefixItems") || x.contains("additionalItems");
+    };
+    if ((object_shape(p) && object_shape(base) &&
+         (p.contains("additionalProperties") || base.contains("additionalProperties"))) ||
+        (array_shape(p) && array_shape(base)))
+      unsupported(path, "allOf parts that both constrain object properties or array items");
     for (auto& [k, v] : p.items()) {
       if (!base.contains(k)) {
         base[k] = v;
@@ -242,7 +253,10 @@ ExprId SchemaConverter::value(const json& s_in, const std::string& path, int dep
   if (!s_in.is_object())
     throw SchemaError(StatusCode::kInvalidArgument,
                       "JSON Schema at '" + path + "': schema must be an object or boolean");
-  if (s_in.contains("$ref") && s_in["$ref"].is_string() && s_in.size() == 1) {
+  bool pure_ref = s_in.contains("$ref") && s_in["$ref"].is_string();
+  for (auto& [k, v] : s_in.items())
+    if (k != "$ref" && known_keywords().count(k)) pure_ref = false;
+  if (pure_ref) {
     std::string ref = s_in["$ref"].get<std::string>();
     auto it = named_.find("$ref:" + ref);
     if (it != named_.end()) return g_.ref(it->second);
