@@ -10,7 +10,8 @@ ExprId json_string_char(Grammar& g, const CharClass& cls_in, bool allow_u_escape
   CharClass cls = cls_in;
   cls.normalize();
   CharClass raw;
-  for (auto [lo, hi] : cls.ranges()) {
+  for (const auto& range : cls.ranges()) {
+    const uint32_t lo = range.first, hi = range.second;
     // Everything but controls, '"' and '\\' is written raw.
     auto add_clipped = [&](uint32_t a, uint32_t b) {
       a = std::max(a, lo);
