@@ -30,14 +30,19 @@ const StateMask& CompiledGrammar::state_mask(uint32_t q) const {
     if (cache_[q]) return *cache_[q];
     if (store_) {
       RuleId r = nfa_->states()[q].rule;
-      if (!rule_key_[r]) rule_key_[r] = store_->intern(canonical(r)) + 1;
-      key = std::to_string(*rule_key_[r]) + '#' + std::to_string(q - nfa_->rule_start(r));
+      if (!rule_key_[r]) {
+        std::string canon = canonical(r);
+        rule_key_[r] = canon.empty() ? 0 : store_->intern(canon) + 1;
+      }
+      if (*rule_key_[r] != 0)
+        key = std::to_string(*rule_key_[r]) + '#' + std::to_string(q - nfa_->rule_start(r));
     }
   }
-  std::shared_ptr<const StateMask> m = store_ ? store_->find(key) : nullptr;
+  const bool shared = !key.empty();
+  std::shared_ptr<const StateMask> m = shared ? store_->find(key) : nullptr;
   if (!m) {
     m = compute(q);
-    if (store_) store_->insert(key, m);
+    if (shared) store_->insert(key, m);
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (!cache_[q]) cache_[q] = std::move(m);
@@ -46,12 +51,16 @@ const StateMask& CompiledGrammar::state_mask(uint32_t q) const {
 
 // Rules reachable from r, renumbered in discovery order, each written as its states (final
 // flag, byte sets, local targets, renumbered callees). States of a rule are contiguous and start
-// with the rule's start state (nfa.cc builds them that way).
+// with the rule's start state (nfa.cc builds them that way). Returns "" (= do not share) past
+// kMaxSharedStates: sharing pays off for the small shared rules (strings, numbers, any-value),
+// and serializing whole large grammars per rule would cost more than it saves.
 std::string CompiledGrammar::canonical(RuleId r) const {
   const NfaGrammar& g = *nfa_;
   std::vector<RuleId> order{r};
   std::unordered_map<RuleId, uint32_t> ids{{r, 0}};
   std::string out;
+  uint32_t total = 0;
+  constexpr uint32_t kMaxSharedStates = 2048;
   auto put = [&out](uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
   for (size_t i = 0; i < order.size(); ++i) {
     RuleId x = order[i];
@@ -59,6 +68,8 @@ std::string CompiledGrammar::canonical(RuleId r) const {
     uint32_t end = static_cast<size_t>(x) + 1 < g.num_rules()
                        ? g.rule_start(x + 1)
                        : static_cast<uint32_t>(g.states().size());
+    total += end - begin;
+    if (total > kMaxSharedStates) return {};
     put(0xFFFFFFFF00000000ull | (end - begin));
     for (uint32_t s = begin; s < end; ++s) {
       const NfaState& st = g.states()[s];

@@ -3,25 +3,71 @@
 
 namespace di::grammar {
 
-EarleyParser::EarleyParser(const NfaGrammar* g) : g_(g), stamp_(g->states().size(), 0) {}
+namespace {
+constexpr size_t kLinearLimit = 24;
+constexpr uint64_t kEmptySlot = ~uint64_t{0};
+inline uint64_t key_of(uint32_t state, uint32_t origin) {
+  return (uint64_t{state} << 32) | origin;
+}
+inline size_t slot_of(uint64_t key, size_t mask) {
+  return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+}
+}  // namespace
+
+EarleyParser::EarleyParser(const NfaGrammar* g) : g_(g) {}
 
 void EarleyParser::reset(uint32_t state) {
   items_.clear();
   set_begin_.assign(1, 0);
   root_final_.assign(1, 0);
-  ++gen_;
+  start_set();
   add(state, kRootOrigin);
   close_last_set();
 }
 
 void EarleyParser::add(uint32_t state, uint32_t origin) {
-  if (stamp_[state] == gen_) {
-    for (size_t i = set_begin_.back(); i < items_.size(); ++i)
+  const size_t begin = set_begin_.back();
+  const size_t n = items_.size() - begin;
+  const uint64_t key = key_of(state, origin);
+  if (!table_active_) {
+    for (size_t i = begin; i < items_.size(); ++i)
       if (items_[i].state == state && items_[i].origin == origin) return;
-  } else {
-    stamp_[state] = gen_;
+    items_.push_back(EarleyItem{state, origin});
+    if (n + 1 < kLinearLimit) return;
+    // Switch this set to the hash table.
+    size_t cap = 64;
+    while (cap < 4 * (n + 1)) cap <<= 1;
+    table_.assign(cap, kEmptySlot);
+    table_used_ = 0;
+    table_active_ = true;
+    for (size_t i = begin; i < items_.size(); ++i) {
+      uint64_t k = key_of(items_[i].state, items_[i].origin);
+      size_t j = slot_of(k, cap - 1);
+      while (table_[j] != kEmptySlot) j = (j + 1) & (cap - 1);
+      table_[j] = k;
+      ++table_used_;
+    }
+    return;
   }
+  size_t cap = table_.size();
+  size_t j = slot_of(key, cap - 1);
+  while (table_[j] != kEmptySlot) {
+    if (table_[j] == key) return;
+    j = (j + 1) & (cap - 1);
+  }
+  table_[j] = key;
   items_.push_back(EarleyItem{state, origin});
+  if (++table_used_ * 2 > cap) {  // grow and rehash
+    std::vector<uint64_t> old;
+    old.swap(table_);
+    table_.assign(cap * 2, kEmptySlot);
+    for (uint64_t k : old) {
+      if (k == kEmptySlot) continue;
+      size_t t = slot_of(k, cap * 2 - 1);
+      while (table_[t] != kEmptySlot) t = (t + 1) & (cap * 2 - 1);
+      table_[t] = k;
+    }
+  }
 }
 
 // Prediction and completion until fixpoint. Empty completions (origin == this set) are handled
@@ -60,7 +106,7 @@ bool EarleyParser::push_byte(uint8_t b) {
   const size_t prev_begin = set_begin_.back(), prev_end = items_.size();
   set_begin_.push_back(static_cast<uint32_t>(prev_end));
   root_final_.push_back(0);
-  ++gen_;
+  start_set();
   for (size_t i = prev_begin; i < prev_end; ++i) {
     const EarleyItem it = items_[i];
     const NfaState& st = states[it.state];

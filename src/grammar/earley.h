@@ -51,9 +51,13 @@ class EarleyParser {
   std::vector<EarleyItem> items_;
   std::vector<uint32_t> set_begin_;
   std::vector<uint8_t> root_final_;
-  // Dedup: stamp_[state] == gen_ when some item with that state is already in the set being built.
-  std::vector<uint32_t> stamp_;
-  uint32_t gen_ = 0;
+  // Dedup of the set being built: a linear scan while it is small (the common case), then an
+  // open-addressing table of (state, origin) keys. O(set size) memory, never O(grammar size),
+  // so parsers stay cheap to create for large grammars.
+  std::vector<uint64_t> table_;
+  size_t table_used_ = 0;
+  bool table_active_ = false;
+  void start_set() { table_active_ = false; }
 };
 
 }  // namespace di::grammar

@@ -28,7 +28,21 @@ ExprId json_string_char(Grammar& g, const CharClass& cls_in, bool allow_u_escape
   if (has('"')) alts.push_back(g.literal("\\\""));
   if (has('\\')) alts.push_back(g.literal("\\\\"));
   if (has('/')) alts.push_back(g.literal("\\/"));
-  for (uint32_t c = 0; c < 0x20; ++c) {
+  bool all_controls = true;
+  for (uint32_t c = 0; c < 0x20; ++c) all_controls &= has(c);
+  if (all_controls) {
+    // Compact form of the 32 control escapes: \b \f \n \r \t and \u0000-\u001f.
+    ByteSet short_forms, hex;
+    for (char c : std::string("bfnrt")) short_forms.set(static_cast<uint8_t>(c));
+    hex.set_range('0', '9');
+    hex.set_range('a', 'f');
+    hex.set_range('A', 'F');
+    alts.push_back(g.seq(
+        {g.literal("\\"),
+         g.alt({g.bytes(short_forms),
+                g.seq({g.literal("u00"), g.bytes(ByteSet::range('0', '1')), g.bytes(hex)})})}));
+  }
+  for (uint32_t c = 0; c < 0x20 && !all_controls; ++c) {
     if (!has(c)) continue;
     const char* shortform = c == '\n'   ? "\\n"
                             : c == '\r' ? "\\r"

@@ -10,7 +10,7 @@ constexpr size_t kEosMark = static_cast<size_t>(-1);
 }
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar)
-    : g_(std::move(grammar)), parser_(&g_->nfa()), seen_stamp_(g_->nfa().states().size(), 0) {
+    : g_(std::move(grammar)), parser_(&g_->nfa()) {
   reset();
 }
 
@@ -83,15 +83,14 @@ void GrammarMatcher::fill_next_token_bitmask(TokenBitmask& mask) {
   if (parser_.accepting() && t.eos_id() >= 0) mask.set(t.eos_id());
 
   // Distinct states of the newest set that can scan a byte.
-  ++seen_gen_;
   scan_states_.clear();
   const auto& states = g_->nfa().states();
   for (const EarleyItem* it = parser_.last_begin(); it != parser_.last_end(); ++it) {
     const NfaState& st = states[it->state];
-    if (st.byte_begin == st.byte_end || seen_stamp_[it->state] == seen_gen_) continue;
-    seen_stamp_[it->state] = seen_gen_;
-    scan_states_.push_back(it->state);
+    if (st.byte_begin != st.byte_end) scan_states_.push_back(it->state);
   }
+  std::sort(scan_states_.begin(), scan_states_.end());
+  scan_states_.erase(std::unique(scan_states_.begin(), scan_states_.end()), scan_states_.end());
 
   uncertain_.clear();
   for (uint32_t q : scan_states_) {

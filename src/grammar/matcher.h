@@ -44,8 +44,6 @@ class GrammarMatcher {
   bool terminated_ = false;
   // Scratch for the mask: distinct scan states and the merged uncertain nodes.
   std::vector<uint32_t> scan_states_, uncertain_, merged_;
-  std::vector<uint32_t> seen_stamp_;
-  uint32_t seen_gen_ = 0;
 };
 
 }  // namespace di::grammar

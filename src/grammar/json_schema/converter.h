@@ -39,6 +39,7 @@ class SchemaConverter {
 
   // --- json_builders.cc
   ExprId ws();
+  ExprId as_rule(ExprId e);
   ExprId any_value();
   ExprId string_rule(const json& s, const std::string& path);
   ExprId number_expr(const json& s, bool integer, const std::string& path);

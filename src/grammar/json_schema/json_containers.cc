@@ -66,7 +66,7 @@ ExprId SchemaConverter::object_expr(const json& s, const std::string& path, int 
   if (s.contains("properties") && s["properties"].is_object()) {
     for (auto& [k, v] : s["properties"].items()) {
       names.push_back(k);
-      ExprId val = value(v, path + "/properties/" + k, depth + 1);
+      ExprId val = as_rule(value(v, path + "/properties/" + k, depth + 1));
       items.push_back(g_.seq({g_.literal(json(k).dump()), colon, val}));
       req.push_back(required.count(k) > 0);
     }
@@ -87,7 +87,7 @@ ExprId SchemaConverter::object_expr(const json& s, const std::string& path, int 
     bool keys_ok = std::all_of(names.begin(), names.end(), plain_ascii_key);
     if (keys_ok) {
       ExprId key = names.empty() ? string_rule(json::object(), path) : key_not_in(names);
-      extra = g_.seq({key, colon, value(ap, path + "/additionalProperties", depth + 1)});
+      extra = as_rule(g_.seq({key, colon, value(ap, path + "/additionalProperties", depth + 1)}));
     }
   }
   size_t n = items.size();
@@ -111,6 +111,8 @@ ExprId SchemaConverter::object_expr(const json& s, const std::string& path, int 
     ExprId new_first = req[i] ? with : g_.alt({with, first});
     rest = req[i] ? g_.seq({sep, items[i], rest}) : g_.seq({g_.opt(g_.seq({sep, items[i]})), rest});
     first = new_first;
+    // Rules keep the sharing of rest/first from turning into O(n^2) NFA states.
+    if (i % 4 == 0) rest = as_rule(rest), first = as_rule(first);
   }
   // Rules keep the O(n) sharing of rest/first from turning into O(n^2) NFA states.
   return g_.seq({g_.literal("{"), ws(), first, ws(), g_.literal("}")});
@@ -124,7 +126,8 @@ ExprId SchemaConverter::array_expr(const json& s, const std::string& path, int d
   if (tuple_key) {
     int i = 0;
     for (const json& t : s[tuple_key])
-      tuple.push_back(value(t, path + "/" + tuple_key + "/" + std::to_string(i++), depth + 1));
+      tuple.push_back(
+          as_rule(value(t, path + "/" + tuple_key + "/" + std::to_string(i++), depth + 1)));
     if (std::string(tuple_key) == "items") {
       if (s.contains("additionalItems")) rest_schema = s["additionalItems"];
     } else if (s.contains("items")) {
@@ -146,7 +149,7 @@ ExprId SchemaConverter::array_expr(const json& s, const std::string& path, int d
   if (hi >= 0 && hi < lo) return g_.nothing();
   ExprId sep = g_.seq({ws(), g_.literal(","), ws()});
   std::optional<ExprId> elem;
-  if (rest_allowed) elem = value(rest_schema, path + "/items", depth + 1);
+  if (rest_allowed) elem = as_rule(value(rest_schema, path + "/items", depth + 1));
   // tail(i): elements i.. given i already written.
   ExprId tail = g_.nothing();
   if (elem) {
