@@ -46,6 +46,10 @@ class SchemaConverter {
   ExprId object_expr(const json& s, const std::string& path, int depth);
   ExprId array_expr(const json& s, const std::string& path, int depth);
   ExprId literal_value(const json& v);
+  ExprId pattern_members(const json& pp,
+                         const std::vector<std::string>& names,
+                         const std::string& path,
+                         int depth);
   ExprId key_not_in(const std::vector<std::string>& keys);
   ExprId shared_rule(const std::string& key, const std::function<ExprId()>& body);
   ExprId regex_expr(const std::string& pattern, bool search, const std::string& path);

@@ -4,8 +4,11 @@
 // declared one, so a duplicate key can never dodge its declared schema.
 #include <algorithm>
 
+#include "grammar/earley.h"
 #include "grammar/json_char.h"
 #include "grammar/json_schema/converter.h"
+#include "grammar/nfa.h"
+#include "grammar/regex/regex_parser.h"
 
 namespace di::grammar {
 
@@ -54,6 +57,40 @@ ExprId SchemaConverter::key_not_in(const std::vector<std::string>& keys) {
   return g_.seq({g_.literal("\""), node("", sorted)});
 }
 
+// patternProperties: extra members are keys matching a pattern, with that pattern's schema. Only
+// keys matching a pattern are generated (never additionalProperties ones: narrower, never wider).
+// Sound when no declared name matches a pattern (it would need both schemas) and, with several
+// patterns, all share one schema (a key matching two patterns needs both).
+ExprId SchemaConverter::pattern_members(const json& pp,
+                                        const std::vector<std::string>& names,
+                                        const std::string& path,
+                                        int depth) {
+  const json* schema = nullptr;
+  std::vector<ExprId> keys;
+  for (auto& [pattern, sub] : pp.items()) {
+    if (schema && *schema != sub) unsupported(path, "patternProperties with different schemas");
+    schema = &sub;
+    RegexOptions raw;
+    raw.search = true;
+    auto pg = regex_to_grammar(pattern, raw);
+    if (!pg) unsupported(path, "patternProperties pattern '" + pattern + "'");
+    auto nfa = NfaGrammar::build(*pg);
+    if (!nfa) unsupported(path, "patternProperties pattern '" + pattern + "'");
+    for (const std::string& name : names) {
+      EarleyParser p(nfa->get());
+      p.reset((*nfa)->rule_start((*nfa)->root()));
+      bool ok = true;
+      for (char c : name) ok = ok && p.push_byte(static_cast<uint8_t>(c));
+      if (ok && p.accepting())
+        unsupported(path, "property '" + name + "' also matching patternProperties");
+    }
+    keys.push_back(g_.seq({g_.literal("\""), regex_expr(pattern, true, path), g_.literal("\"")}));
+  }
+  ExprId colon = g_.seq({ws(), g_.literal(":"), ws()});
+  return as_rule(g_.seq(
+      {g_.alt(std::move(keys)), colon, value(*schema, path + "/patternProperties", depth + 1)}));
+}
+
 ExprId SchemaConverter::object_expr(const json& s, const std::string& path, int depth) {
   std::vector<std::string> names;
   std::vector<ExprId> items;
@@ -83,7 +120,10 @@ ExprId SchemaConverter::object_expr(const json& s, const std::string& path, int 
   // Additional properties.
   std::optional<ExprId> extra;
   json ap = s.contains("additionalProperties") ? s["additionalProperties"] : json(true);
-  if (!(ap.is_boolean() && ap == false)) {
+  if (s.contains("patternProperties") && s["patternProperties"].is_object() &&
+      !s["patternProperties"].empty()) {
+    extra = pattern_members(s["patternProperties"], names, path, depth);
+  } else if (!(ap.is_boolean() && ap == false)) {
     bool keys_ok = std::all_of(names.begin(), names.end(), plain_ascii_key);
     if (keys_ok) {
       ExprId key = names.empty() ? string_rule(json::object(), path) : key_not_in(names);

@@ -108,8 +108,6 @@ void SchemaConverter::check_keywords(const json& s, const std::string& path) {
     if (k == "uniqueItems" && v == true &&
         !(s.contains("maxItems") && s["maxItems"].is_number() && s["maxItems"] <= 1))
       unsupported(path, "keyword 'uniqueItems'");
-    if (k == "patternProperties" && v.is_object() && !v.empty())
-      unsupported(path, "keyword 'patternProperties'");
   }
 }
 

@@ -144,3 +144,20 @@ TEST(IntRange, MatchesExactlyTheRange) {
 
 }  // namespace
 }  // namespace di::grammar
+
+namespace di::grammar {
+namespace {
+
+TEST(JsonSchema, PatternProperties) {
+  Schema s(R"({"type":"object","properties":{"id":{"type":"integer"}},
+               "patternProperties":{"^x-[a-z]+$":{"type":"boolean"}},"additionalProperties":false})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s.accepts(R"({"id": 1, "x-ab": true, "x-c": false})"));
+  EXPECT_FALSE(s.accepts(R"({"id": 1, "x-ab": 3})"));
+  EXPECT_FALSE(s.accepts(R"({"id": 1, "y": true})"));
+  Schema clash(R"({"properties":{"x-a":{"type":"integer"}},"patternProperties":{"^x-":{}}})");
+  EXPECT_EQ(clash.status().code(), StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace di::grammar
