@@ -26,7 +26,9 @@ std::string format_regex(std::string_view f) {
   }
   if (f == "email") return "[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)+";
   if (f == "hostname") return std::string(kLabel) + "(\\." + kLabel + ")*";
-  if (f == "uri") return "[A-Za-z][A-Za-z0-9+.-]*:[^\\s<>\"\\\\{}|^`]*";
+  // RFC 3986 characters only (no IP-literal brackets): narrower than the RFC, never wider.
+  if (f == "uri")
+    return "[A-Za-z][A-Za-z0-9+.-]*:([A-Za-z0-9._~!$&'()*+,;=:@/?#-]|%[0-9A-Fa-f]{2})*";
   return "";
 }
 
