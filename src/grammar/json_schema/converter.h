@@ -36,6 +36,7 @@ class SchemaConverter {
   json resolve_ref(const std::string& ref, const std::string& path);
   json merge_all_of(const json& s, const std::string& path, int depth);
   bool one_of_disjoint(const json& branches, int depth);
+  bool objects_disjoint(const json& a, const json& b);
 
   // --- json_builders.cc
   ExprId ws();

@@ -217,6 +217,7 @@ json SchemaConverter::merge_all_of(const json& s, const std::string& path, int d
 bool SchemaConverter::one_of_disjoint(const json& branches, int depth) {
   // Disjoint when every pair of branches allows disjoint JSON types (integer counts as number).
   std::vector<std::vector<std::string>> types;
+  std::vector<json> merged;
   for (const json& b0 : branches) {
     json b = b0;
     if (b.is_object() && (b.contains("allOf") || b.contains("$ref")))
@@ -236,13 +237,72 @@ bool SchemaConverter::one_of_disjoint(const json& branches, int depth) {
     for (auto& x : t)
       if (x == "integer") x = "number";
     types.push_back(t);
+    merged.push_back(std::move(b));
   }
-  for (size_t i = 0; i < types.size(); ++i)
-    for (size_t j = i + 1; j < types.size(); ++j)
+  for (size_t i = 0; i < types.size(); ++i) {
+    for (size_t j = i + 1; j < types.size(); ++j) {
+      bool overlap = false;
       for (auto& a : types[i])
-        for (auto& b : types[j])
-          if (a == b) return false;
+        for (auto& b : types[j]) overlap |= a == b;
+      if (!overlap) continue;
+      bool objects = types[i] == std::vector<std::string>{"object"} &&
+                     types[j] == std::vector<std::string>{"object"};
+      if (!objects || !objects_disjoint(merged[i], merged[j])) return false;
+    }
+  }
   return true;
+}
+
+namespace {
+
+std::vector<std::string> required_of(const json& s) {
+  std::vector<std::string> out;
+  if (s.contains("required") && s["required"].is_array())
+    for (auto& r : s["required"])
+      if (r.is_string()) out.push_back(r.get<std::string>());
+  return out;
+}
+
+// Values a property schema allows when it is a const/enum; nullopt otherwise.
+std::optional<std::vector<json>> fixed_values(const json& s) {
+  if (!s.is_object()) return std::nullopt;
+  if (s.contains("const")) return std::vector<json>{s["const"]};
+  if (s.contains("enum") && s["enum"].is_array())
+    return std::vector<json>(s["enum"].begin(), s["enum"].end());
+  return std::nullopt;
+}
+
+// a has a required key that b can never contain.
+bool has_key_forbidden_in(const json& a, const json& b) {
+  if (!(b.contains("additionalProperties") && b["additionalProperties"] == false)) return false;
+  if (b.contains("patternProperties")) return false;
+  for (const std::string& k : required_of(a))
+    if (!(b.contains("properties") && b["properties"].is_object() && b["properties"].contains(k)))
+      return true;
+  return false;
+}
+
+}  // namespace
+
+// Two object schemas no instance satisfies together: a shared required discriminator property
+// with disjoint const/enum values, or a required key one of them forbids.
+bool SchemaConverter::objects_disjoint(const json& a, const json& b) {
+  if (has_key_forbidden_in(a, b) || has_key_forbidden_in(b, a)) return true;
+  auto rb = required_of(b);
+  for (const std::string& k : required_of(a)) {
+    if (std::find(rb.begin(), rb.end(), k) == rb.end()) continue;
+    if (!a.contains("properties") || !b.contains("properties")) continue;
+    const json& pa = a["properties"];
+    const json& pb = b["properties"];
+    if (!pa.is_object() || !pb.is_object() || !pa.contains(k) || !pb.contains(k)) continue;
+    auto va = fixed_values(pa[k]), vb = fixed_values(pb[k]);
+    if (!va || !vb) continue;
+    bool common = false;
+    for (auto& x : *va)
+      for (auto& y : *vb) common |= x == y;
+    if (!common) return true;
+  }
+  return false;
 }
 
 ExprId SchemaConverter::value(const json& s_in, const std::string& path, int depth) {

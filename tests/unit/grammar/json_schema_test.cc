@@ -161,3 +161,26 @@ TEST(JsonSchema, PatternProperties) {
 
 }  // namespace
 }  // namespace di::grammar
+
+namespace di::grammar {
+namespace {
+
+TEST(JsonSchema, OneOfObjectDiscriminators) {
+  Schema tagged(R"({"oneOf":[
+    {"type":"object","properties":{"kind":{"const":"a"},"x":{"type":"integer"}},"required":["kind"]},
+    {"type":"object","properties":{"kind":{"enum":["b","c"]}},"required":["kind"]}]})");
+  ASSERT_TRUE(tagged.ok()) << tagged.status().message();
+  EXPECT_TRUE(tagged.accepts(R"({"kind": "a", "x": 1})"));
+  EXPECT_TRUE(tagged.accepts(R"({"kind": "c"})"));
+  EXPECT_FALSE(tagged.accepts(R"({"kind": "d"})"));
+  Schema closed(R"({"oneOf":[
+    {"type":"object","properties":{"a":{}},"required":["a"],"additionalProperties":false},
+    {"type":"object","properties":{"b":{}},"required":["b"],"additionalProperties":false}]})");
+  EXPECT_TRUE(closed.ok()) << closed.status().message();
+  Schema open(R"({"oneOf":[
+    {"type":"object","required":["a"]},{"type":"object","required":["b"]}]})");
+  EXPECT_FALSE(open.ok());
+}
+
+}  // namespace
+}  // namespace di::grammar
