@@ -131,7 +131,7 @@ Vocabulary abc_vocab() {
   return v;
 }
 
-TEST(BruteForce, RandomGrammarsMembershipAndMasks) {
+TEST(grammar_brute_force, RandomGrammarsMembershipAndMasks) {
   std::mt19937 rng(1234);
   Vocabulary vocab = abc_vocab();
   auto trie = TokenTrie::build(vocab);
@@ -185,7 +185,7 @@ TEST(BruteForce, RandomGrammarsMembershipAndMasks) {
 }
 
 // Recursive grammar: masks against one-by-one token checks through the matcher itself.
-TEST(BruteForce, RecursiveGrammarMaskEqualsPerTokenCheck) {
+TEST(grammar_brute_force, RecursiveGrammarMaskEqualsPerTokenCheck) {
   Vocabulary vocab = abc_vocab();
   auto trie = TokenTrie::build(vocab);
   Grammar g;

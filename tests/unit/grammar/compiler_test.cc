@@ -8,7 +8,7 @@
 namespace di::grammar {
 namespace {
 
-TEST(Compiler, CachesByKindAndText) {
+TEST(grammar_compiler, CachesByKindAndText) {
   GrammarCompiler c(TokenTrie::build(testing::small_vocab()));
   auto a = c.compile_regex("a+b");
   auto b = c.compile_regex("a+b");
@@ -21,7 +21,7 @@ TEST(Compiler, CachesByKindAndText) {
   EXPECT_EQ(c.cache_size(), 2u);
 }
 
-TEST(Compiler, TimeoutIsAnError) {
+TEST(grammar_compiler, TimeoutIsAnError) {
   CompilerOptions o;
   o.timeout = std::chrono::milliseconds(0);
   GrammarCompiler c(TokenTrie::build(testing::small_vocab()), o);
@@ -31,7 +31,7 @@ TEST(Compiler, TimeoutIsAnError) {
   EXPECT_NE(r.status().message().find("timed out"), std::string::npos);
 }
 
-TEST(Compiler, JsonObjectAndSharedMaskStore) {
+TEST(grammar_compiler, JsonObjectAndSharedMaskStore) {
   auto trie = TokenTrie::build(testing::small_vocab());
   CompilerOptions o;
   o.mask_store = std::make_shared<MaskStore>();

@@ -12,7 +12,7 @@ using testing::compile_ebnf;
 using testing::matches;
 using testing::small_vocab;
 
-TEST(EbnfParser, LiteralsClassesRepetition) {
+TEST(grammar_ebnf, LiteralsClassesRepetition) {
   auto cg = compile_ebnf(R"G(root ::= "a" [0-9]+ ("x" | "y"){2,3} [^] # comment
 )G",
                          small_vocab());
@@ -23,7 +23,7 @@ TEST(EbnfParser, LiteralsClassesRepetition) {
   EXPECT_FALSE(matches(cg, "a1xyxyz"));
 }
 
-TEST(EbnfParser, RecursionLeftAndRight) {
+TEST(grammar_ebnf, RecursionLeftAndRight) {
   auto cg = compile_ebnf(R"G(
 root ::= expr
 expr ::= expr "+" term | term
@@ -36,21 +36,21 @@ term ::= "(" expr ")" | [0-9]
   EXPECT_FALSE(matches(cg, "+1"));
 }
 
-TEST(EbnfParser, EscapesAndUnicode) {
+TEST(grammar_ebnf, EscapesAndUnicode) {
   auto cg = compile_ebnf("root ::= \"\\x41\\u00e9\\n\" [\\u0100-\\U0001F600] \"é\"", small_vocab());
   ASSERT_TRUE(cg);
   EXPECT_TRUE(matches(cg, "A\xC3\xA9\n\xF0\x9F\x98\x80\xC3\xA9"));
   EXPECT_FALSE(matches(cg, "A\xC3\xA9\nz\xC3\xA9"));
 }
 
-TEST(EbnfParser, RulesNeedNoNewlines) {
+TEST(grammar_ebnf, RulesNeedNoNewlines) {
   auto cg = compile_ebnf("root ::= a b a ::= \"x\" b ::= \"y\"?", small_vocab());
   ASSERT_TRUE(cg);
   EXPECT_TRUE(matches(cg, "x"));
   EXPECT_TRUE(matches(cg, "xy"));
 }
 
-TEST(EbnfParser, RegexMacroAndOptions) {
+TEST(grammar_ebnf, RegexMacroAndOptions) {
   auto cg =
       compile_ebnf(R"G(root[max_tokens=3] ::= Regex("[a-c]{2}\\d") "!" (= "!"))G", small_vocab());
   ASSERT_TRUE(cg);
@@ -58,7 +58,7 @@ TEST(EbnfParser, RegexMacroAndOptions) {
   EXPECT_FALSE(matches(cg, "ad1!"));
 }
 
-TEST(EbnfParser, Errors) {
+TEST(grammar_ebnf, Errors) {
   EXPECT_EQ(parse_ebnf("root ::= foo").status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(parse_ebnf("root ::= \"a\"++").status().message().find("stacked"), std::string::npos);
   EXPECT_FALSE(parse_ebnf("root ::= \"a").has_value());

@@ -28,7 +28,7 @@ class Schema {
   std::shared_ptr<const CompiledGrammar> cg_;
 };
 
-TEST(JsonSchema, ObjectsPropertyOrderRequiredAdditional) {
+TEST(grammar_json_schema, ObjectsPropertyOrderRequiredAdditional) {
   Schema s(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},
                "required":["b"],"additionalProperties":false})");
   ASSERT_TRUE(s.ok()) << s.status().message();
@@ -40,7 +40,7 @@ TEST(JsonSchema, ObjectsPropertyOrderRequiredAdditional) {
   EXPECT_FALSE(s.accepts(R"({"a": 1.5, "b": "x"})"));
 }
 
-TEST(JsonSchema, AdditionalKeysNeverShadowDeclaredOnes) {
+TEST(grammar_json_schema, AdditionalKeysNeverShadowDeclaredOnes) {
   Schema s(R"({"type":"object","properties":{"ab":{"type":"integer"}}})");
   ASSERT_TRUE(s.ok());
   EXPECT_TRUE(s.accepts(R"({"ab": 1, "a": "x", "abc": null})"));
@@ -48,7 +48,7 @@ TEST(JsonSchema, AdditionalKeysNeverShadowDeclaredOnes) {
   EXPECT_FALSE(s.accepts(R"({"ab": "x"})"));
 }
 
-TEST(JsonSchema, ArraysTuplesAndCounts) {
+TEST(grammar_json_schema, ArraysTuplesAndCounts) {
   Schema s(R"({"type":"array","prefixItems":[{"type":"boolean"}],"items":{"type":"null"},
                "minItems":2,"maxItems":3})");
   ASSERT_TRUE(s.ok());
@@ -59,7 +59,7 @@ TEST(JsonSchema, ArraysTuplesAndCounts) {
   EXPECT_FALSE(s.accepts("[null, null]"));
 }
 
-TEST(JsonSchema, StringsNumbersEnumsRefs) {
+TEST(grammar_json_schema, StringsNumbersEnumsRefs) {
   Schema s(R"({"$defs":{"n":{"type":"integer","minimum":-5,"exclusiveMaximum":120}},
     "type":"object","properties":{
       "n":{"$ref":"#/$defs/n"},
@@ -85,7 +85,7 @@ TEST(JsonSchema, StringsNumbersEnumsRefs) {
   EXPECT_FALSE(s.accepts(doc("1", "\"ab\"", "0.5")));
 }
 
-TEST(JsonSchema, RecursiveRefAndAnyOf) {
+TEST(grammar_json_schema, RecursiveRefAndAnyOf) {
   Schema s(R"({"type":"object","properties":{"v":{"anyOf":[{"type":"integer"},{"type":"string"}]},
     "kids":{"type":"array","items":{"$ref":"#"}}},"additionalProperties":false})");
   ASSERT_TRUE(s.ok()) << s.status().message();
@@ -93,7 +93,7 @@ TEST(JsonSchema, RecursiveRefAndAnyOf) {
   EXPECT_FALSE(s.accepts(R"({"v": 1, "kids": [{"v": true}]})"));
 }
 
-TEST(JsonSchema, OneOfAllOf) {
+TEST(grammar_json_schema, OneOfAllOf) {
   Schema ok(R"({"oneOf":[{"type":"string"},{"type":"integer"}]})");
   EXPECT_TRUE(ok.ok());
   Schema overlap(R"({"oneOf":[{"type":"string"},{"type":"string","maxLength":2}]})");
@@ -105,7 +105,7 @@ TEST(JsonSchema, OneOfAllOf) {
   EXPECT_FALSE(all.accepts(R"({"b": true})"));
 }
 
-TEST(JsonSchema, StrictErrorsNameTheKeyword) {
+TEST(grammar_json_schema, StrictErrorsNameTheKeyword) {
   for (const char* kw : {"not", "contains", "dependentRequired", "propertyNames"}) {
     std::string schema = std::string(R"({"type":"object",")") + kw + R"(":{}})";
     Schema s(schema);
@@ -128,7 +128,7 @@ bool int_in_range(const std::string& re, int64_t v) {
   return testing::matches(*cg, std::to_string(v));
 }
 
-TEST(IntRange, MatchesExactlyTheRange) {
+TEST(grammar_int_range, MatchesExactlyTheRange) {
   struct Case {
     std::optional<int64_t> lo, hi;
   };
@@ -148,7 +148,7 @@ TEST(IntRange, MatchesExactlyTheRange) {
 namespace di::grammar {
 namespace {
 
-TEST(JsonSchema, PatternProperties) {
+TEST(grammar_json_schema, PatternProperties) {
   Schema s(R"({"type":"object","properties":{"id":{"type":"integer"}},
                "patternProperties":{"^x-[a-z]+$":{"type":"boolean"}},"additionalProperties":false})");
   ASSERT_TRUE(s.ok()) << s.status().message();
@@ -165,7 +165,7 @@ TEST(JsonSchema, PatternProperties) {
 namespace di::grammar {
 namespace {
 
-TEST(JsonSchema, OneOfObjectDiscriminators) {
+TEST(grammar_json_schema, OneOfObjectDiscriminators) {
   Schema tagged(R"({"oneOf":[
     {"type":"object","properties":{"kind":{"const":"a"},"x":{"type":"integer"}},"required":["kind"]},
     {"type":"object","properties":{"kind":{"enum":["b","c"]}},"required":["kind"]}]})");

@@ -14,7 +14,7 @@ int32_t id_of(const Vocabulary& v, const std::string& s) {
   return -1;
 }
 
-TEST(Matcher, MaskAcceptRollbackEos) {
+TEST(grammar_matcher, MaskAcceptRollbackEos) {
   Vocabulary v = testing::small_vocab();
   auto cg = testing::compile_ebnf(R"(root ::= "ab" ("c" | "d")* "!")", v);
   ASSERT_TRUE(cg);
@@ -41,7 +41,7 @@ TEST(Matcher, MaskAcceptRollbackEos) {
   EXPECT_TRUE(m.accept_token(id_of(v, "c")));
 }
 
-TEST(Matcher, JumpForward) {
+TEST(grammar_matcher, JumpForward) {
   Vocabulary v = testing::small_vocab();
   auto cg = testing::compile_ebnf(R"(root ::= "{\"name\": " ("1" | "2") "}")", v);
   ASSERT_TRUE(cg);
@@ -52,7 +52,7 @@ TEST(Matcher, JumpForward) {
   EXPECT_EQ(m.num_accepted(), 0u);
 }
 
-TEST(Matcher, SpecialTokensNeverText) {
+TEST(grammar_matcher, SpecialTokensNeverText) {
   Vocabulary v = testing::small_vocab();
   auto cg = testing::compile_ebnf(R"(root ::= [^]*)", v);
   ASSERT_TRUE(cg);

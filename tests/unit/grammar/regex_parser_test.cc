@@ -17,7 +17,7 @@ bool full_match(const std::string& pattern, const std::string& s, RegexOptions o
   return testing::matches(*cg, s);
 }
 
-TEST(Regex, Basics) {
+TEST(grammar_regex, Basics) {
   EXPECT_TRUE(full_match("a(b|c)*d", "abcbd"));
   EXPECT_FALSE(full_match("a(b|c)*d", "abxd"));
   EXPECT_TRUE(full_match("^\\d{3}-\\d{2,}$", "123-4567"));
@@ -31,7 +31,7 @@ TEST(Regex, Basics) {
   EXPECT_TRUE(full_match("[\\d\\-x]+", "1-x"));
 }
 
-TEST(Regex, SearchAndJsonModes) {
+TEST(grammar_regex, SearchAndJsonModes) {
   RegexOptions search{.json_string = false, .search = true};
   EXPECT_TRUE(full_match("bc", "abcd", search));
   EXPECT_FALSE(full_match("^bc", "abcd", search));
@@ -42,7 +42,7 @@ TEST(Regex, SearchAndJsonModes) {
   EXPECT_TRUE(full_match("a\\nb", "a\\nb", json));
 }
 
-TEST(Regex, Unsupported) {
+TEST(grammar_regex, Unsupported) {
   for (const char* p : {"(?=a)", "(a)\\1", "\\bword", "\\p{L}", "a^b", "a$b"}) {
     auto g = regex_to_grammar(p);
     ASSERT_FALSE(g.has_value()) << p;
