@@ -3,11 +3,11 @@
 # its seed corpus. Any crash, sanitizer report or harness check failure fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECONDS_PER_TARGET=${FUZZ_SECONDS:-20}
+SECONDS_PER_TARGET=${FUZZ_SECONDS:-15}
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
   -DDEEPINFER_FUZZ=ON -DDEEPINFER_WERROR=OFF >/dev/null
-targets=(safetensors_fuzz response_parser_fuzz tokenizer_fuzz tokenizer_json_fuzz)
+targets=(safetensors_fuzz response_parser_fuzz tokenizer_fuzz tokenizer_json_fuzz ebnf_fuzz regex_fuzz json_schema_fuzz matcher_fuzz)
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${targets[@]}" >/dev/null
 corpus_root=$(mktemp -d)
 trap 'rm -rf "$corpus_root"' EXIT

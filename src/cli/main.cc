@@ -3,6 +3,7 @@
 #include <cstring>
 #include <exception>
 
+#include "cli/cmd_grammar_bench.h"
 #include "cli/cmd_render.h"
 #include "cli/cmd_tokenize.h"
 #include "cli/commands.h"
@@ -23,6 +24,8 @@ constexpr Command kCommands[] = {
     {"tokenize", di::cli::run_tokenize_command, "text (stdin) to token ids with a tokenizer.json"},
     {"detokenize", di::cli::run_detokenize_command, "token ids (stdin) to text"},
     {"render", di::cli::run_render_command, "chat request JSON to V4.1 prompt ids and text"},
+    {"grammar-bench", di::cli::run_grammar_bench_command,
+     "structured-output grammar engine over a MaskBench-format folder"},
     {"check-golden", di::cli::run_check_golden_command,
      "compare with DeepSeek's reference outputs in a golden folder"},
 };

@@ -9,7 +9,8 @@
 
 namespace di::model {
 
-std::vector<float> gather_rows(const std::vector<float>& v, int64_t width,
+std::vector<float> gather_rows(const std::vector<float>& v,
+                               int64_t width,
                                const std::vector<int64_t>& rows) {
   std::vector<float> out(rows.size() * static_cast<size_t>(width));
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -47,9 +48,11 @@ std::vector<int64_t> narrow_to_replay_tail(ForwardContext& ctx, ForwardContext& 
     auto& out = tail.selections[layer];
     for (int64_t r : kept) out.push_back(rows[static_cast<size_t>(r)]);
   }
-  for (int64_t r : kept) tail.candidate_blocks.push_back(ctx.candidate_blocks[static_cast<size_t>(r)]);
+  for (int64_t r : kept)
+    tail.candidate_blocks.push_back(ctx.candidate_blocks[static_cast<size_t>(r)]);
   if (!ctx.main_hidden.empty()) {
-    const int64_t width = static_cast<int64_t>(ctx.main_hidden.size()) / std::max<int64_t>(1, ctx.num_rows);
+    const int64_t width =
+        static_cast<int64_t>(ctx.main_hidden.size()) / std::max<int64_t>(1, ctx.num_rows);
     tail.main_hidden = gather_rows(ctx.main_hidden, width, kept);
   }
   return kept;

@@ -34,11 +34,15 @@ class BoundedReplay : public ::testing::Test {
     for (int n : chunks) {
       ForwardContext ctx;
       ctx.pool = pool_.get();
-      SequenceChunk ch{&seq, {prompt_.begin() + static_cast<int64_t>(pos), prompt_.begin() + static_cast<int64_t>(pos) + n}, replay_from};
+      SequenceChunk ch{&seq,
+                       {prompt_.begin() + static_cast<int64_t>(pos),
+                        prompt_.begin() + static_cast<int64_t>(pos) + n},
+                       replay_from};
       ctx.chunks.push_back(ch);
       pos += static_cast<size_t>(n);
       const bool last = pos == prompt_.size();
-      Status s = model_->forward(ctx, last ? std::vector<int64_t>{n - 1} : std::vector<int64_t>{}, logits);
+      Status s =
+          model_->forward(ctx, last ? std::vector<int64_t>{n - 1} : std::vector<int64_t>{}, logits);
       EXPECT_TRUE(s.ok()) << s.to_string();
       if (last) out = logits;
     }
@@ -69,10 +73,12 @@ TEST_F(BoundedReplay, LateLayersStartAfterTheLastKvSourceAndEngram) {
 TEST_F(BoundedReplay, ChunkedReplayEqualsOneShotReplay) {
   const int64_t tail_start = 90 - 13;  // window 8 + DSpark block 5
   auto one_shot = run({90}, tail_start, 4);
-  for (const std::vector<int>& chunks : std::vector<std::vector<int>>{{40, 50}, {77, 13}, {80, 10}, {30, 47, 1, 12}}) {
+  for (const std::vector<int>& chunks :
+       std::vector<std::vector<int>>{{40, 50}, {77, 13}, {80, 10}, {30, 47, 1, 12}}) {
     auto chunked = run(chunks, tail_start, 4);
     ASSERT_EQ(chunked.size(), one_shot.size());
-    EXPECT_EQ(std::memcmp(chunked.data(), one_shot.data(), one_shot.size() * 4), 0) << chunks.size();
+    EXPECT_EQ(std::memcmp(chunked.data(), one_shot.data(), one_shot.size() * 4), 0)
+        << chunks.size();
   }
 }
 

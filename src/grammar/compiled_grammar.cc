@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "grammar/compiled_grammar.h"
+
+#include <unordered_map>
+
+#include "grammar/earley.h"
+
+namespace di::grammar {
+
+Expected<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::create(
+    const Grammar& g,
+    std::shared_ptr<const TokenTrie> trie,
+    const CompileLimits& limits,
+    std::shared_ptr<MaskStore> store) {
+  auto nfa = NfaGrammar::build(g, limits);
+  if (!nfa) return nfa.status();
+  auto cg = std::make_shared<CompiledGrammar>();
+  cg->nfa_ = std::move(nfa).value();
+  cg->trie_ = std::move(trie);
+  cg->cache_.resize(cg->nfa_->states().size());
+  cg->rule_key_.resize(cg->nfa_->num_rules());
+  cg->store_ = std::move(store);
+  return std::shared_ptr<const CompiledGrammar>(std::move(cg));
+}
+
+const StateMask& CompiledGrammar::state_mask(uint32_t q) const {
+  std::string key;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cache_[q]) return *cache_[q];
+    if (store_) {
+      RuleId r = nfa_->states()[q].rule;
+      if (!rule_key_[r]) {
+        std::string canon = canonical(r);
+        rule_key_[r] = canon.empty() ? 0 : store_->intern(canon) + 1;
+      }
+      if (*rule_key_[r] != 0)
+        key = std::to_string(*rule_key_[r]) + '#' + std::to_string(q - nfa_->rule_start(r));
+    }
+  }
+  const bool shared = !key.empty();
+  std::shared_ptr<const StateMask> m = shared ? store_->find(key) : nullptr;
+  if (!m) {
+    m = compute(q);
+    if (shared) store_->insert(key, m);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!cache_[q]) cache_[q] = std::move(m);
+  return *cache_[q];
+}
+
+// Rules reachable from r, renumbered in discovery order, each written as its states (final
+// flag, byte sets, local targets, renumbered callees). States of a rule are contiguous and start
+// with the rule's start state (nfa.cc builds them that way). Returns "" (= do not share) past
+// kMaxSharedStates: sharing pays off for the small shared rules (strings, numbers, any-value),
+// and serializing whole large grammars per rule would cost more than it saves.
+std::string CompiledGrammar::canonical(RuleId r) const {
+  const NfaGrammar& g = *nfa_;
+  std::vector<RuleId> order{r};
+  std::unordered_map<RuleId, uint32_t> ids{{r, 0}};
+  std::string out;
+  uint32_t total = 0;
+  constexpr uint32_t kMaxSharedStates = 2048;
+  auto put = [&out](uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  for (size_t i = 0; i < order.size(); ++i) {
+    RuleId x = order[i];
+    uint32_t begin = g.rule_start(x);
+    uint32_t end = static_cast<size_t>(x) + 1 < g.num_rules()
+                       ? g.rule_start(x + 1)
+                       : static_cast<uint32_t>(g.states().size());
+    total += end - begin;
+    if (total > kMaxSharedStates) return {};
+    put(0xFFFFFFFF00000000ull | (end - begin));
+    for (uint32_t s = begin; s < end; ++s) {
+      const NfaState& st = g.states()[s];
+      put(st.final);
+      for (uint32_t e = st.byte_begin; e < st.byte_end; ++e) {
+        for (uint64_t w : g.byte_edges()[e].set.words) put(w);
+        put(g.byte_edges()[e].target - begin);
+      }
+      put(0xFFFFFFFFFFFFFFFEull);
+      for (uint32_t e = st.ref_begin; e < st.ref_end; ++e) {
+        RuleId c = g.ref_edges()[e].rule;
+        auto [it, fresh] = ids.emplace(c, static_cast<uint32_t>(order.size()));
+        if (fresh) order.push_back(c);
+        put((uint64_t{it->second} << 32) | (g.ref_edges()[e].target - begin));
+      }
+      put(0xFFFFFFFFFFFFFFFDull);
+    }
+  }
+  return out;
+}
+
+size_t CompiledGrammar::cached_states() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (auto& c : cache_) n += c != nullptr;
+  return n;
+}
+
+// Walks the trie with a parser rooted at q. exited[d] says whether q's rule could end after
+// 1..d-1 bytes of the current path; a token that dies after such a point is uncertain.
+std::unique_ptr<StateMask> CompiledGrammar::compute(uint32_t q) const {
+  const TokenTrie& t = *trie_;
+  auto out = std::make_unique<StateMask>();
+  EarleyParser p(nfa_.get());
+  p.reset(q);
+  std::vector<uint8_t> exited(1, 0);
+  std::vector<int32_t> accepted;
+  const uint32_t n = static_cast<uint32_t>(t.num_nodes());
+  uint32_t i = 1;
+  while (i < n) {
+    uint32_t d = t.depth(i);
+    p.truncate(d);  // sets 0..d-1 stay: the path to the parent
+    exited.resize(d);
+    bool ex = d >= 2 && (exited[d - 1] || p.root_final(d - 1));
+    if (d == 1) ex = false;
+    if (p.push_byte(t.byte(i))) {
+      exited.push_back(ex);
+      for (const int32_t* k = t.tokens_begin(i); k != t.tokens_end(i); ++k) accepted.push_back(*k);
+      ++i;
+      continue;
+    }
+    if (ex) {
+      for (uint32_t j = i; j < t.skip(i); ++j)
+        if (t.tokens_begin(j) != t.tokens_end(j)) out->uncertain.push_back(j);
+    }
+    i = t.skip(i);
+  }
+  if (accepted.size() * 32 < t.vocab_size()) {
+    out->accepted_ids = std::move(accepted);
+  } else {
+    out->accepted_bits.assign((t.vocab_size() + 31) / 32, 0);
+    for (int32_t id : accepted) out->accepted_bits[id >> 5] |= 1u << (id & 31);
+  }
+  return out;
+}
+
+}  // namespace di::grammar

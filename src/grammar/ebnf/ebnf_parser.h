@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// EBNF front end: xgrammar's GBNF-style dialect (shared/spec/recipe-tokenizer-grammar.md §A6),
+// plus llama.cpp's `.` wildcard. Lowers straight to the byte-level IR.
+#pragma once
+
+#include <string_view>
+
+#include "grammar/ir.h"
+#include "util/status.h"
+
+namespace di::grammar {
+
+// Parses `text`; `root` names the entry rule. Errors carry line:column.
+// Not supported yet (kUnimplemented): Token/ExcludeToken/TagDispatch macros and GBNF token
+// terminals (<[id]>, <tok>), which need the vocabulary. Lookahead assertions `(= ...)` and rule
+// options `name[...]` are parsed and ignored: both only narrow or annotate the language.
+Expected<Grammar> parse_ebnf(std::string_view text, std::string_view root = "root");
+
+}  // namespace di::grammar

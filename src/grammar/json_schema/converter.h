@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// Internal to the JSON Schema front end: the converter class, split over schema_converter.cc
+// (keywords, $ref, combinators) and json_builders.cc (objects, arrays, strings, numbers).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "grammar/json_schema/schema_converter.h"
+
+namespace di::grammar {
+
+struct SchemaError : std::runtime_error {
+  SchemaError(StatusCode c, const std::string& m) : std::runtime_error(m), code(c) {}
+  StatusCode code;
+};
+
+using json = nlohmann::ordered_json;
+
+class SchemaConverter {
+ public:
+  SchemaConverter(const json& root, const JsonSchemaOptions& opts) : root_(root), opts_(opts) {}
+  Grammar convert();
+  Grammar any_value_grammar();
+
+  // --- schema_converter.cc
+  ExprId value(const json& schema, const std::string& path, int depth);
+  [[noreturn]] void unsupported(const std::string& path, const std::string& what);
+  void check_keywords(const json& s, const std::string& path);
+  json resolve_ref(const std::string& ref, const std::string& path);
+  json merge_all_of(const json& s, const std::string& path, int depth);
+  bool one_of_disjoint(const json& branches, int depth);
+  bool objects_disjoint(const json& a, const json& b);
+
+  // --- json_builders.cc
+  ExprId ws();
+  ExprId as_rule(ExprId e);
+  ExprId any_value();
+  ExprId string_rule(const json& s, const std::string& path);
+  ExprId number_expr(const json& s, bool integer, const std::string& path);
+  ExprId object_expr(const json& s, const std::string& path, int depth);
+  ExprId array_expr(const json& s, const std::string& path, int depth);
+  ExprId literal_value(const json& v);
+  ExprId pattern_members(const json& pp,
+                         const std::vector<std::string>& names,
+                         const std::string& path,
+                         int depth);
+  ExprId key_not_in(const std::vector<std::string>& keys);
+  ExprId shared_rule(const std::string& key, const std::function<ExprId()>& body);
+  ExprId regex_expr(const std::string& pattern, bool search, const std::string& path);
+
+  Grammar g_;
+  const json& root_;
+  JsonSchemaOptions opts_;
+  std::map<std::string, RuleId> named_;  // shared rules by key (incl. "$ref:...")
+  std::vector<json> owned_;              // resolved/merged schemas kept alive
+};
+
+}  // namespace di::grammar

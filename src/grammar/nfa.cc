@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: Apache-2.0
+// Thompson construction per rule, then epsilon elimination so the matcher never follows
+// epsilon edges at run time (that is what keeps a byte step cheap).
+#include "grammar/nfa.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace di::grammar {
+
+namespace {
+
+struct BuildError : std::runtime_error {
+  BuildError(StatusCode c, const std::string& m) : std::runtime_error(m), code(c) {}
+  StatusCode code;
+};
+
+struct TState {
+  std::vector<std::pair<ByteSet, int>> bytes;
+  std::vector<std::pair<RuleId, int>> refs;
+  std::vector<int> eps;
+};
+
+}  // namespace
+
+class NfaBuilder {
+ public:
+  NfaBuilder(const Grammar& g, const CompileLimits& l) : g_(g), limits_(l) {}
+
+  void build(NfaGrammar& out) {
+    const auto& rules = g_.rules();
+    if (g_.root() < 0 || g_.root() >= static_cast<RuleId>(rules.size()))
+      throw BuildError(StatusCode::kInvalidArgument, "grammar has no root rule");
+    out.root_ = g_.root();
+    for (size_t r = 0; r < rules.size(); ++r) {
+      if (rules[r].body < 0)
+        throw BuildError(StatusCode::kInvalidArgument,
+                         "rule '" + rules[r].name + "' is not defined");
+      out.rule_names_.push_back(rules[r].name);
+    }
+    for (size_t r = 0; r < rules.size(); ++r) build_rule(static_cast<RuleId>(r), out);
+    compute_nullable(out);
+  }
+
+ private:
+  int new_state() {
+    if (++total_ > limits_.max_states)
+      throw BuildError(StatusCode::kResourceExhausted, "grammar too large (NFA state limit)");
+    if ((total_ & 0xFFF) == 0 && limits_.deadline &&
+        std::chrono::steady_clock::now() > *limits_.deadline)
+      throw BuildError(StatusCode::kResourceExhausted, "grammar compile timed out");
+    ts_.emplace_back();
+    return static_cast<int>(ts_.size() - 1);
+  }
+
+  int build(ExprId id, int from) {
+    const Expr& e = g_.expr(id);
+    switch (e.kind) {
+      case ExprKind::kEmpty:
+        return from;
+      case ExprKind::kNothing:
+        return new_state();
+      case ExprKind::kBytes: {
+        int s = new_state();
+        ts_[from].bytes.emplace_back(e.bytes, s);
+        return s;
+      }
+      case ExprKind::kRuleRef: {
+        int s = new_state();
+        ts_[from].refs.emplace_back(e.rule, s);
+        return s;
+      }
+      case ExprKind::kSeq: {
+        int cur = from;
+        for (ExprId c : e.children) cur = build(c, cur);
+        return cur;
+      }
+      case ExprKind::kAlt: {
+        int end = new_state();
+        for (ExprId c : e.children) {
+          int s = new_state();
+          ts_[from].eps.push_back(s);
+          int t = build(c, s);
+          ts_[t].eps.push_back(end);
+        }
+        return end;
+      }
+      case ExprKind::kRepeat: {
+        int cur = from;
+        for (int i = 0; i < e.min; ++i) cur = build(e.children[0], cur);
+        if (e.max < 0) {
+          int loop = new_state();
+          ts_[cur].eps.push_back(loop);
+          int t = build(e.children[0], loop);
+          ts_[t].eps.push_back(loop);
+          return loop;
+        }
+        int end = new_state();
+        ts_[cur].eps.push_back(end);
+        for (int i = e.min; i < e.max; ++i) {
+          int s = new_state();
+          ts_[cur].eps.push_back(s);
+          cur = build(e.children[0], s);
+          ts_[cur].eps.push_back(end);
+        }
+        return end;
+      }
+    }
+    return from;
+  }
+
+  void build_rule(RuleId r, NfaGrammar& out) {
+    ts_.clear();
+    int start = new_state();
+    int end = build(g_.rules()[r].body, start);
+    // Epsilon closure per state, then keep states reachable by real edges.
+    size_t n = ts_.size();
+    std::vector<int> map(n, -1), order;
+    std::vector<int> mark(n, -1), stack, closure;
+    const size_t base = out.states_.size();
+    auto visit = [&](int s) {
+      if (map[s] < 0) {
+        map[s] = static_cast<int>(base + order.size());
+        order.push_back(s);
+      }
+    };
+    visit(start);
+    for (size_t oi = 0; oi < order.size(); ++oi) {
+      int s = order[oi];
+      closure.clear();
+      stack.assign(1, s);
+      mark[s] = s;
+      while (!stack.empty()) {
+        int x = stack.back();
+        stack.pop_back();
+        closure.push_back(x);
+        for (int y : ts_[x].eps)
+          if (mark[y] != s) mark[y] = s, stack.push_back(y);
+      }
+      NfaState st;
+      st.rule = r;
+      st.byte_begin = static_cast<uint32_t>(out.byte_edges_.size());
+      st.ref_begin = static_cast<uint32_t>(out.ref_edges_.size());
+      for (int x : closure) {
+        if (x == end) st.final = true;
+        for (auto& [set, t] : ts_[x].bytes) {
+          visit(t);
+          add_byte_edge(out, st.byte_begin, set, static_cast<uint32_t>(map[t]));
+        }
+        for (auto& [rule, t] : ts_[x].refs) {
+          visit(t);
+          RefEdge re{rule, static_cast<uint32_t>(map[t])};
+          bool dup = false;
+          for (size_t k = st.ref_begin; k < out.ref_edges_.size(); ++k)
+            dup |= out.ref_edges_[k].rule == re.rule && out.ref_edges_[k].target == re.target;
+          if (!dup) out.ref_edges_.push_back(re);
+        }
+      }
+      st.byte_end = static_cast<uint32_t>(out.byte_edges_.size());
+      st.ref_end = static_cast<uint32_t>(out.ref_edges_.size());
+      out.states_.push_back(st);
+    }
+    out.rule_start_.push_back(static_cast<uint32_t>(map[start]));
+  }
+
+  static void add_byte_edge(NfaGrammar& out, uint32_t begin, const ByteSet& set, uint32_t target) {
+    for (size_t k = begin; k < out.byte_edges_.size(); ++k) {
+      if (out.byte_edges_[k].target == target) {
+        out.byte_edges_[k].set |= set;
+        return;
+      }
+    }
+    out.byte_edges_.push_back(ByteEdge{set, target});
+  }
+
+  // A rule is nullable when its final state is reachable from its start through nullable calls.
+  static void compute_nullable(NfaGrammar& out) {
+    size_t nr = out.rule_start_.size();
+    out.nullable_.assign(nr, false);
+    bool changed = true;
+    std::vector<uint32_t> stack;
+    std::vector<uint8_t> seen(out.states_.size(), 0);
+    while (changed) {
+      changed = false;
+      for (size_t r = 0; r < nr; ++r) {
+        if (out.nullable_[r]) continue;
+        stack.assign(1, out.rule_start_[r]);
+        std::vector<uint32_t> touched;
+        bool found = false;
+        while (!stack.empty() && !found) {
+          uint32_t s = stack.back();
+          stack.pop_back();
+          if (seen[s]) continue;
+          seen[s] = 1;
+          touched.push_back(s);
+          const NfaState& st = out.states_[s];
+          if (st.final) found = true;
+          for (uint32_t k = st.ref_begin; k < st.ref_end; ++k)
+            if (out.nullable_[out.ref_edges_[k].rule]) stack.push_back(out.ref_edges_[k].target);
+        }
+        for (uint32_t s : touched) seen[s] = 0;
+        if (found) out.nullable_[r] = true, changed = true;
+      }
+    }
+  }
+
+  const Grammar& g_;
+  const CompileLimits& limits_;
+  std::vector<TState> ts_;
+  size_t total_ = 0;
+};
+
+Expected<std::shared_ptr<const NfaGrammar>> NfaGrammar::build(const Grammar& g,
+                                                              const CompileLimits& limits) {
+  auto out = std::make_shared<NfaGrammar>();
+  try {
+    NfaBuilder(g, limits).build(*out);
+  } catch (const BuildError& e) {
+    return Status(e.code, e.what());
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("grammar too large (out of memory)");
+  }
+  return std::shared_ptr<const NfaGrammar>(std::move(out));
+}
+
+}  // namespace di::grammar

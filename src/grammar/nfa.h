@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// The NFA form of a Grammar: one epsilon-free NFA per rule over bytes, with "call" edges to
+// other rules. The Earley matcher (earley.h) walks these NFAs; states are numbered globally so a
+// parser item is just (state, origin). Immutable after compile, shared between matchers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "grammar/byte_set.h"
+#include "grammar/ir.h"
+#include "util/status.h"
+
+namespace di::grammar {
+
+struct ByteEdge {
+  ByteSet set;
+  uint32_t target;
+};
+
+struct RefEdge {
+  RuleId rule;
+  uint32_t target;
+};
+
+struct NfaState {
+  RuleId rule = -1;
+  bool final = false;
+  uint32_t byte_begin = 0, byte_end = 0;  // into byte_edges
+  uint32_t ref_begin = 0, ref_end = 0;    // into ref_edges
+};
+
+struct CompileLimits {
+  size_t max_states = 2'000'000;
+  // Absolute deadline; front ends and the NFA builder check it and fail with kResourceExhausted.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+// Throws nothing; the deadline/size checks become Status.
+class NfaGrammar {
+ public:
+  static Expected<std::shared_ptr<const NfaGrammar>> build(const Grammar& g,
+                                                           const CompileLimits& limits = {});
+
+  const std::vector<NfaState>& states() const { return states_; }
+  const std::vector<ByteEdge>& byte_edges() const { return byte_edges_; }
+  const std::vector<RefEdge>& ref_edges() const { return ref_edges_; }
+  uint32_t rule_start(RuleId r) const { return rule_start_[r]; }
+  bool nullable(RuleId r) const { return nullable_[r]; }
+  RuleId root() const { return root_; }
+  const std::string& rule_name(RuleId r) const { return rule_names_[r]; }
+  size_t num_rules() const { return rule_start_.size(); }
+
+ private:
+  friend class NfaBuilder;
+  std::vector<NfaState> states_;
+  std::vector<ByteEdge> byte_edges_;
+  std::vector<RefEdge> ref_edges_;
+  std::vector<uint32_t> rule_start_;
+  std::vector<bool> nullable_;
+  std::vector<std::string> rule_names_;
+  RuleId root_ = -1;
+};
+
+}  // namespace di::grammar

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "grammar/vocabulary.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace di::grammar {
+
+std::shared_ptr<const TokenTrie> TokenTrie::build(const Vocabulary& vocab) {
+  auto t = std::make_shared<TokenTrie>();
+  size_t n = vocab.token_bytes.size();
+  t->token_bytes_ = vocab.token_bytes;
+  t->special_.assign(n, 0);
+  t->eos_id_ = vocab.eos_id;
+  for (int32_t id : vocab.special_ids)
+    if (id >= 0 && static_cast<size_t>(id) < n) t->special_[id] = 1;
+  if (vocab.eos_id >= 0 && static_cast<size_t>(vocab.eos_id) < n) t->special_[vocab.eos_id] = 1;
+  t->node_of_.assign(n, -1);
+
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < n; ++i)
+    if (!t->special_[i] && !vocab.token_bytes[i].empty()) ids.push_back(static_cast<int32_t>(i));
+  std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+    return vocab.token_bytes[a] < vocab.token_bytes[b];
+  });
+
+  // Sorted strings give preorder directly: each string adds the nodes past its common prefix
+  // with the previous one. `path[d]` is the node at depth d on the current path.
+  t->byte_.push_back(0);
+  t->depth_.push_back(0);
+  t->skip_.push_back(0);
+  t->tok_begin_.push_back(0);
+  t->parent_.push_back(0);
+  std::vector<uint32_t> path = {0};
+  std::string_view prev;
+  auto close_to = [&](size_t depth) {
+    while (path.size() > depth + 1) {
+      t->skip_[path.back()] = static_cast<uint32_t>(t->byte_.size());
+      path.pop_back();
+    }
+  };
+  for (int32_t id : ids) {
+    std::string_view s = vocab.token_bytes[id];
+    size_t l = 0;
+    while (l < s.size() && l < prev.size() && s[l] == prev[l]) ++l;
+    close_to(l);
+    for (size_t d = l; d < s.size(); ++d) {
+      t->parent_.push_back(path.back());
+      path.push_back(static_cast<uint32_t>(t->byte_.size()));
+      t->byte_.push_back(static_cast<uint8_t>(s[d]));
+      t->depth_.push_back(static_cast<uint32_t>(d + 1));
+      t->skip_.push_back(0);
+      t->tok_begin_.push_back(static_cast<uint32_t>(t->toks_.size()));
+    }
+    t->toks_.push_back(id);
+    t->node_of_[id] = static_cast<int32_t>(path.back());
+    prev = s;
+  }
+  close_to(0);
+  t->skip_[0] = static_cast<uint32_t>(t->byte_.size());
+  t->tok_begin_.push_back(static_cast<uint32_t>(t->toks_.size()));
+  return t;
+}
+
+int32_t TokenTrie::longest_prefix_token(std::string_view s, size_t* len) const {
+  int32_t best = -1;
+  uint32_t node = 0;
+  for (size_t d = 0; d < s.size(); ++d) {
+    uint32_t child = node + 1, end = skip_[node];
+    bool found = false;
+    while (child < end) {
+      if (byte_[child] == static_cast<uint8_t>(s[d])) {
+        found = true;
+        break;
+      }
+      child = skip_[child];
+    }
+    if (!found) break;
+    node = child;
+    if (tokens_begin(node) != tokens_end(node)) {
+      best = *tokens_begin(node);
+      *len = d + 1;
+    }
+  }
+  return best;
+}
+
+}  // namespace di::grammar

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// The grammar module's view of a tokenizer: token id -> bytes. It deliberately does not depend on
+// the tokenizer module (see house-style §4.2); whoever owns a tokenizer builds this view.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace di::grammar {
+
+struct Vocabulary {
+  // [vocab_size] raw bytes per id (NOT the GPT-2 printable form). Ids with empty bytes (padding
+  // rows of the logit matrix) are never allowed.
+  std::vector<std::string> token_bytes;
+  // Control tokens: never matched as text; only eos_id is allowed, and only at the end.
+  std::vector<int32_t> special_ids;
+  int32_t eos_id = -1;
+};
+
+// Token trie in preorder: the mask walk visits a node's subtree as one contiguous range, so a
+// rejected prefix skips all tokens below it with one jump (skip[node]).
+class TokenTrie {
+ public:
+  static std::shared_ptr<const TokenTrie> build(const Vocabulary& vocab);
+
+  size_t vocab_size() const { return token_bytes_.size(); }
+  int32_t eos_id() const { return eos_id_; }
+  const std::string& token_bytes(int32_t id) const { return token_bytes_[id]; }
+  bool is_special(int32_t id) const { return special_[id] != 0; }
+
+  size_t num_nodes() const { return byte_.size(); }
+  uint8_t byte(uint32_t node) const { return byte_[node]; }
+  uint32_t depth(uint32_t node) const { return depth_[node]; }
+  uint32_t skip(uint32_t node) const { return skip_[node]; }  // first node after the subtree
+  // Ancestor of `node` at depth d (d <= depth(node)).
+  uint32_t ancestor(uint32_t node, uint32_t d) const {
+    while (depth_[node] > d) node = parent_[node];
+    return node;
+  }
+  // Tokens ending exactly at `node`.
+  const int32_t* tokens_begin(uint32_t node) const { return toks_.data() + tok_begin_[node]; }
+  const int32_t* tokens_end(uint32_t node) const { return toks_.data() + tok_begin_[node + 1]; }
+  // Preorder node of a text token, or -1 for special/empty tokens.
+  int32_t node_of(int32_t id) const { return node_of_[id]; }
+
+  // Longest token (by bytes) that is a prefix of `s`, or -1. Used by the temporary greedy
+  // tokenizer of the bench and tests.
+  int32_t longest_prefix_token(std::string_view s, size_t* len) const;
+
+ private:
+  std::vector<std::string> token_bytes_;
+  std::vector<uint8_t> special_;
+  int32_t eos_id_ = -1;
+  std::vector<uint8_t> byte_;
+  std::vector<uint32_t> depth_, skip_, tok_begin_, parent_;
+  std::vector<int32_t> toks_, node_of_;
+};
+
+}  // namespace di::grammar
