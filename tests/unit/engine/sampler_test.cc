@@ -29,7 +29,8 @@ TEST(Sampler, SameSeedStreamAndPositionGiveTheSameToken) {
     EXPECT_EQ(sample_token(l, p, 3, pos), sample_token(l, p, 3, pos));
   }
   int differ = 0;
-  for (uint64_t pos = 0; pos < 50; ++pos) differ += sample_token(l, p, 3, pos) != sample_token(l, p, 4, pos);
+  for (uint64_t pos = 0; pos < 50; ++pos)
+    differ += sample_token(l, p, 3, pos) != sample_token(l, p, 4, pos);
   EXPECT_GT(differ, 10);  // streams (choices) are independent
 }
 
