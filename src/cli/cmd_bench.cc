@@ -4,6 +4,8 @@
 // steps of B tokens. Prints tokens/s for both phases.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstring>
+#include <ctime>
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -11,9 +13,53 @@
 #include "backend/cpu/cpu_ops.h"
 #include "cli/commands.h"
 #include "cli/parse_flags.h"
+#include "model/checkpoint_layout.h"
 #include "model/model.h"
 
 namespace di::cli {
+
+namespace {
+
+// Best of three 256 MiB memcpy passes, counting bytes read plus bytes written.
+double measure_copy_bandwidth() {
+  const size_t n = size_t{256} << 20;
+  std::vector<char> a(n, 1), b(n, 2);
+  double best = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(b.data(), a.data(), n);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, 2.0 * static_cast<double>(n) / s);
+  }
+  return best + static_cast<double>(b[n / 2]) * 0.0;
+}
+
+// Weight bytes one decode step of one sequence must read: every backbone tensor except the
+// embedding (one row), routed experts in the proportion a token activates, the head, and what
+// seeding the DSpark windows reads (main_proj and each draft layer's wkv).
+double decode_weight_bytes(const model::ModelConfig& c) {
+  double bytes = 0;
+  for (const auto& t : model::checkpoint_tensor_specs(c)) {
+    const double b = static_cast<double>(model::stored_bytes(t));
+    if (t.name == "embed" || t.name.find("markov_head") != std::string::npos ||
+        t.name.find("confidence_head") != std::string::npos) {
+      continue;
+    }
+    if (t.name.rfind("mtp.", 0) == 0) {
+      if (t.name.find("main_proj") != std::string::npos || t.name.find("attn.wkv") != std::string::npos) bytes += b;
+      continue;
+    }
+    if (t.name.find("engram.embed") != std::string::npos) continue;  // a few rows per token
+    if (t.name.find(".experts.") != std::string::npos) {
+      bytes += b * c.n_activated_experts / c.n_routed_experts;
+      continue;
+    }
+    bytes += b;
+  }
+  return bytes;
+}
+
+}  // namespace
 
 int run_bench_command(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "offline") {
@@ -48,7 +94,10 @@ int run_bench_command(int argc, char** argv) {
   for (int b = 0; b < batch; ++b) seqs.push_back(state->create_sequence().value());
   std::mt19937 rng(1);
   std::uniform_int_distribution<int32_t> tok(3, c.vocab_size - 1);
-  auto step = [&](int tokens_per_seq, double* seconds) -> Status {
+  // Wall time, and the process's CPU time: on a shared machine the CPU time is what this run cost.
+  auto cpu_now = [] { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; };
+  double prefill_cpu = 0, decode_cpu = 0;
+  auto step = [&](int tokens_per_seq, double* seconds, double* cpu) -> Status {
     model::ForwardContext ctx;
     ctx.pool = &*state;
     std::vector<int64_t> rows;
@@ -60,24 +109,31 @@ int run_bench_command(int argc, char** argv) {
     }
     std::vector<float> logits;
     auto t0 = std::chrono::steady_clock::now();
+    const double c0 = cpu_now();
     Status s = (*model)->forward(ctx, rows, logits);
     *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    *cpu += cpu_now() - c0;
     return s;
   };
   double prefill_s = 0, decode_s = 0;
-  Status s = step(prompt_len, &prefill_s);
-  for (int i = 0; s.ok() && i < decode_steps; ++i) s = step(1, &decode_s);
+  Status s = step(prompt_len, &prefill_s, &prefill_cpu);
+  for (int i = 0; s.ok() && i < decode_steps; ++i) s = step(1, &decode_s, &decode_cpu);
   if (!s.ok()) {
     std::cerr << "deepinfer bench: " << s.to_string() << "\n";
     return 2;
   }
   std::printf("model %s: %d layers + %d DSpark, hidden %d, %d experts; CPU backend, %u threads\n",
               dir.c_str(), c.n_layers, c.n_mtp_layers, c.dim, c.n_routed_experts, pool.num_threads());
-  std::printf("prefill: batch %d x %d tokens in %.3f s = %.1f tokens/s\n", batch, prompt_len,
-              prefill_s, batch * prompt_len / prefill_s);
+  std::printf("prefill: batch %d x %d tokens in %.3f s = %.1f tokens/s (%.2f CPU-s)\n", batch,
+              prompt_len, prefill_s, batch * prompt_len / prefill_s, prefill_cpu);
+  const double bw = measure_copy_bandwidth();
+  const double bytes = decode_weight_bytes(c);
+  std::printf("memory: copy bandwidth %.1f GB/s; a decode step of one sequence reads >= %.1f MB of "
+              "weights, floor %.1f ms\n", bw / 1e9, bytes / 1e6, 1e3 * bytes / bw);
   if (decode_steps > 0) {
-    std::printf("decode:  batch %d x %d steps in %.3f s = %.2f tokens/s (%.1f ms/step)\n", batch,
-                decode_steps, decode_s, batch * decode_steps / decode_s, 1e3 * decode_s / decode_steps);
+    std::printf("decode:  batch %d x %d steps in %.3f s = %.2f tokens/s (%.1f ms/step, %.2f CPU-s)\n",
+                batch, decode_steps, decode_s, batch * decode_steps / decode_s,
+                1e3 * decode_s / decode_steps, decode_cpu);
   }
   return 0;
 }

