@@ -4,6 +4,7 @@
 #include <map>
 #include <random>
 
+#include "recipe/chat/render_v41.h"
 #include "recipe/tokenizer/streaming_detokenizer.h"
 
 namespace di::api {
@@ -53,7 +54,16 @@ Expected<std::unique_ptr<LLM>> LLM::create(const std::string& model_dir,
 Status LLM::start(size_t index, const Prompt& prompt, const GenerationParams& params) {
   Active::Pending p;
   p.out.index = index;
-  if (prompt.text) {
+  if (prompt.chat) {
+    if (!tokenizer_) {
+      return invalid_argument(
+          "chat requests need a byte-level BPE tokenizer.json in the checkpoint (" +
+          tokenizer_error_ + ")");
+    }
+    DI_ASSIGN_OR_RETURN(recipe::RenderedPrompt rendered,
+                        recipe::render_chat(*prompt.chat, *tokenizer_));
+    p.out.prompt_token_ids = std::move(rendered.ids);
+  } else if (prompt.text) {
     if (!tokenizer_) {
       return invalid_argument(
           "text prompts need a byte-level BPE tokenizer.json in the checkpoint (" +

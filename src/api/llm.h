@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "recipe/chat/chat_types.h"
 #include "recipe/tokenizer/tokenizer.h"
 #include "util/thread_pool.h"
 
@@ -25,8 +26,10 @@ struct LLMOptions {
   unsigned num_threads = 0;  // CPU threads; 0: all cores
 };
 
-// Exactly one of text / token_ids is used: token_ids when text is absent.
+// One of: a chat request (rendered in the V4.1 chat format), text, or token ids (used when
+// neither chat nor text is present).
 struct Prompt {
+  std::optional<recipe::ChatRequest> chat;
   std::optional<std::string> text;
   std::vector<int32_t> token_ids;
 };

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "recipe/chat/chat_request_json.h"
+
 namespace di::api {
 
 namespace {
@@ -217,23 +219,25 @@ ParsedBatchLine parse_batch_line(std::string_view line,
   if (body.contains("model") && body["model"].is_string())
     r.model = body["model"].get<std::string>();
   if (r.endpoint == BatchEndpoint::kChatCompletions) {
-    // TODO(#4): render `messages` with recipe/chat's render_chat once branch recipe-chat lands.
-    out.request = unimplemented(
-        "chat completions need V4.1 chat rendering, which this build does not have yet; send "
-        "/v1/completions with a rendered prompt");
-    return out;
-  }
-  auto prompt = body.find("prompt");
-  if (prompt == body.end()) {
-    out.request = field_error("prompt", "missing");
-    return out;
-  }
-  if (prompt->is_string()) {
-    r.prompt.text = prompt->get<std::string>();
-  } else if (Status s = read_token_ids(*prompt, "prompt", r.prompt.token_ids); !s.ok()) {
-    out.request =
-        field_error("prompt", "must be a string or an array of token ids (one prompt per line)");
-    return out;
+    auto chat = recipe::parse_chat_request_json(body.dump());
+    if (!chat) {
+      out.request = chat.status();
+      return out;
+    }
+    r.prompt.chat = std::move(chat).value();
+  } else {
+    auto prompt = body.find("prompt");
+    if (prompt == body.end()) {
+      out.request = field_error("prompt", "missing");
+      return out;
+    }
+    if (prompt->is_string()) {
+      r.prompt.text = prompt->get<std::string>();
+    } else if (Status s = read_token_ids(*prompt, "prompt", r.prompt.token_ids); !s.ok()) {
+      out.request =
+          field_error("prompt", "must be a string or an array of token ids (one prompt per line)");
+      return out;
+    }
   }
   if (Status s = read_sampling(body, r.params, r.endpoint); !s.ok()) {
     out.request = s;

