@@ -6,6 +6,22 @@
 
 namespace di::engine {
 
+namespace {
+
+// Takes `seq`'s chunk (if any) back out of the plan, refunding its tokens.
+void unschedule(Sequence& seq, StepPlan& plan, int64_t& budget) {
+  for (auto it = plan.chunks.begin(); it != plan.chunks.end(); ++it) {
+    if (it->seq == &seq) {
+      budget += it->num_tokens;
+      plan.num_tokens -= it->num_tokens;
+      plan.chunks.erase(it);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 Scheduler::Scheduler(SchedulerOptions options, StateBudget& budget)
     : options_(options), budget_(budget) {}
 
@@ -105,18 +121,6 @@ void Scheduler::admit_waiting(int64_t& budget, StepPlan& plan) {
     plan.chunks.push_back({&s, 0, n, n == len});
     plan.num_tokens += n;
     budget -= n;
-  }
-}
-
-// Takes `seq`'s chunk (if any) back out of the plan, refunding its tokens.
-static void unschedule(Sequence& seq, StepPlan& plan, int64_t& budget) {
-  for (auto it = plan.chunks.begin(); it != plan.chunks.end(); ++it) {
-    if (it->seq == &seq) {
-      budget += it->num_tokens;
-      plan.num_tokens -= it->num_tokens;
-      plan.chunks.erase(it);
-      return;
-    }
   }
 }
 
