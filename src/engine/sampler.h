@@ -1,10 +1,13 @@
 // Token sampling from fp32 logits: greedy at temperature 0, otherwise temperature, top-k, top-p
 // and min-p filtering, then a draw from a counter-based generator keyed by (seed, stream,
 // position), so a seeded request samples the same tokens alone, in any batch and in another run.
+// Penalties, logit bias and logprobs live in engine/logits_processors.h; Sampler chains them.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "util/status.h"
 
@@ -16,16 +19,63 @@ struct SamplingParams {
   float top_p = 1.0f;        // 1: off
   float min_p = 0.0f;        // 0: off
   uint64_t seed = 0;
+  // Penalties with vLLM's meaning: repetition over prompt and output tokens (divides positive
+  // logits, multiplies negative ones); presence and frequency over output tokens only.
+  float repetition_penalty = 1.0f;  // 1: off
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit)
+  bool logprobs = false;                              // report the chosen token's logprob
+  int top_logprobs = 0;  // and the k most likely tokens' (needs logprobs)
 };
 
-Status validate_sampling(const SamplingParams& p);
+// Checks ranges; `vocab_size` > 0 also checks logit_bias ids.
+Status validate_sampling(const SamplingParams& p, int32_t vocab_size = 0);
 
 // A uniform double in [0, 1) from (seed, stream, position); stream separates choices (n > 1).
 double counter_uniform(uint64_t seed, uint64_t stream, uint64_t position);
 
+// Filters and draws only (no penalties): the building block Sampler uses. Allocates scratch.
 int32_t sample_token(std::span<const float> logits,
                      const SamplingParams& p,
                      uint64_t stream,
                      uint64_t position);
+
+struct TokenLogprobs {
+  bool present = false;
+  float logprob = 0.0f;                        // of the chosen token
+  std::vector<std::pair<int32_t, float>> top;  // most likely first (ties: lower id)
+};
+
+struct SampleResult {
+  int32_t token = 0;
+  TokenLogprobs logprobs;
+};
+
+// Reusable scratch so the engine's decode loop does not allocate per token once warm.
+// Not thread-safe; the engine owns one.
+class Sampler {
+ public:
+  // logits: [vocab] fp32, modified in place (penalties and bias applied). `prompt` and `output`
+  // are the sequence's tokens so far (penalties). Logprobs are log-softmax of the penalized,
+  // biased logits before temperature and filtering (what the model proposed, as vLLM reports).
+  SampleResult sample(std::span<float> logits,
+                      const SamplingParams& p,
+                      std::span<const int32_t> prompt,
+                      std::span<const int32_t> output,
+                      uint64_t stream,
+                      uint64_t position);
+
+  // The filtering draw with this object's scratch (sample_token without allocation).
+  int32_t draw(std::span<const float> logits,
+               const SamplingParams& p,
+               uint64_t stream,
+               uint64_t position);
+
+ private:
+  std::vector<int32_t> ids_;
+  std::vector<double> prob_;
+  std::vector<int32_t> counts_;  // [vocab] output-token counts, zeroed after each use
+};
 
 }  // namespace di::engine

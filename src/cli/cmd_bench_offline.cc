@@ -1,0 +1,86 @@
+// deepinfer bench offline --model DIR --num-prompts N --input-len I --output-len O: the engine's
+// offline throughput through di::api::LLM on random token prompts (greedy, no early stop), with
+// the step time split into schedule, forward and sample (issue #4 item 9).
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <random>
+
+#include "api/llm.h"
+#include "cli/commands.h"
+#include "cli/parse_flags.h"
+
+namespace di::cli {
+
+int run_bench_offline_command(int argc, char** argv) {
+  CLI::App app{"Benchmark offline generation through the engine", "bench offline"};
+  std::string dir;
+  int num_prompts = 32, input_len = 64, output_len = 32;
+  uint32_t seed = 1;
+  api::LLMOptions opts;
+  app.add_option("--model", dir, "checkpoint folder")->required();
+  app.add_option("--num-prompts", num_prompts, "requests")->check(CLI::PositiveNumber);
+  app.add_option("--input-len", input_len, "prompt tokens per request")->check(CLI::PositiveNumber);
+  app.add_option("--output-len", output_len, "generated tokens per request")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-num-seqs", opts.engine.max_num_seqs, "most sequences in flight")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-num-batched-tokens", opts.engine.max_num_batched_tokens,
+                 "most tokens in one forward")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--kv-cache-bytes", opts.engine.kv_cache_bytes, "state pool byte budget")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--threads", opts.num_threads, "CPU threads (default: all cores)");
+  app.add_option("--seed", seed, "seed of the random prompts");
+  DI_PARSE_FLAGS(app, argc, argv);
+  auto llm = api::LLM::create(dir, opts);
+  if (!llm) {
+    std::cerr << "deepinfer bench offline: " << llm.status().to_string() << "\n";
+    return 2;
+  }
+  auto& engine = (*llm)->engine();
+  std::printf("%s\n",
+              engine::describe_capacity(engine.memory_plan(), engine.state_bytes()).c_str());
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> tok(3, (*llm)->config().vocab_size - 1);
+  std::vector<api::Prompt> prompts(static_cast<size_t>(num_prompts));
+  for (auto& p : prompts) {
+    for (int i = 0; i < input_len; ++i) p.token_ids.push_back(tok(rng));
+  }
+  api::GenerationParams gp;
+  gp.max_tokens = output_len;
+  gp.ignore_eos = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto outs = (*llm)->generate(prompts, {gp});
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int64_t in_tokens = 0, out_tokens = 0;
+  for (const auto& o : outs) {
+    if (!o.status.ok()) {
+      std::cerr << "deepinfer bench offline: request " << o.index << ": " << o.status.to_string()
+                << "\n";
+      return 1;
+    }
+    in_tokens += static_cast<int64_t>(o.prompt_token_ids.size());
+    out_tokens += o.num_generated_tokens();
+  }
+  const auto& st = engine.stats();
+  const double steps = static_cast<double>(std::max<int64_t>(1, st.num_steps));
+  const double split = st.schedule_s + st.forward_s + st.sample_s;
+  std::printf("%d prompts x %d in / %d out, max-num-seqs %d, max-num-batched-tokens %lld\n",
+              num_prompts, input_len, output_len, opts.engine.max_num_seqs,
+              static_cast<long long>(opts.engine.max_num_batched_tokens));
+  std::printf("%.3f s: %.2f requests/s, %.1f input tokens/s, %.1f output tokens/s\n", s,
+              num_prompts / s, static_cast<double>(in_tokens) / s,
+              static_cast<double>(out_tokens) / s);
+  std::printf(
+      "%lld steps, per step: schedule %.3f ms (%.1f%%), forward %.3f ms (%.1f%%), "
+      "sample %.3f ms (%.1f%%); %lld preemptions\n",
+      static_cast<long long>(st.num_steps), 1e3 * st.schedule_s / steps,
+      100 * st.schedule_s / split, 1e3 * st.forward_s / steps, 100 * st.forward_s / split,
+      1e3 * st.sample_s / steps, 100 * st.sample_s / split,
+      static_cast<long long>(st.num_preemptions));
+  return 0;
+}
+
+}  // namespace di::cli

@@ -1,0 +1,97 @@
+// The engine: owns the state pool, the scheduler and the sampler, and turns one call to step()
+// into schedule -> forward -> sample -> postprocess (issue #4 items 1 and 3). Token ids only:
+// text, chat rendering and stop strings belong to the api layer, which may finish a request
+// early with finish_request().
+//
+// Threading: one owner thread calls every method except submit() and cancel(), which any thread
+// may call; they go through engine/queue.h and take effect at the start of the next step.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "engine/memory_plan.h"
+#include "engine/queue.h"
+#include "engine/request.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "model/model.h"
+
+namespace di::engine {
+
+struct EngineOptions {
+  int max_num_seqs = 64;
+  int64_t max_num_batched_tokens = 512;
+  int64_t kv_cache_bytes = int64_t{256} << 20;  // the state pool's byte budget
+  int entries_per_page = 16;
+};
+
+// Wall time per phase, summed over steps.
+struct EngineStats {
+  int64_t num_steps = 0;
+  int64_t num_prefill_tokens = 0;  // prompt (and recompute) tokens fed to the model
+  int64_t num_generated_tokens = 0;
+  int64_t num_preemptions = 0;
+  double schedule_s = 0;
+  double forward_s = 0;
+  double sample_s = 0;
+};
+
+class Engine {
+ public:
+  // `model` must outlive the engine.
+  static Expected<std::unique_ptr<Engine>> create(model::Model& model, const EngineOptions& opts);
+  ~Engine();
+
+  // Owner thread. Validates (ids in the vocabulary, lengths within max_seq_len and the pool's
+  // capacity, sampling ranges); a request id must not be in use.
+  Status add_request(Request request);
+  // Owner thread. Cancels wherever the request is and frees its state; false if unknown.
+  bool abort_request(RequestId id);
+  // Owner thread. Ends a request as finished (the api layer matched a stop string).
+  bool finish_request(RequestId id) { return abort_request(id); }
+
+  // Any thread. Applied at the start of the next step; invalid requests come back as kError
+  // updates from that step.
+  void submit(Request request) { inbox_.push(Message{std::move(request)}); }
+  void cancel(RequestId id) { inbox_.push(Message{id}); }
+
+  // Owner thread. One scheduling step; an empty result when there is nothing to do.
+  std::vector<RequestUpdate> step();
+  bool has_unfinished() const { return !scheduler_->empty() || !inbox_.empty(); }
+
+  const MemoryPlan& memory_plan() const { return plan_; }
+  int64_t state_bytes() const { return pool_->bytes(); }
+  const EngineStats& stats() const { return stats_; }
+  const model::ModelConfig& config() const { return model_.config(); }
+
+ private:
+  class PoolBudget;
+  using Message = std::variant<Request, RequestId>;  // add, or cancel
+
+  Engine(model::Model& model, EngineOptions opts, MemoryPlan plan, model::StatePool pool);
+  void apply_inbox(std::vector<RequestUpdate>& updates);
+  void run_plan(const StepPlan& plan, std::vector<RequestUpdate>& updates);
+  void fail_requests(const std::vector<RequestId>& ids,
+                     const std::string& why,
+                     std::vector<RequestUpdate>& updates);
+
+  model::Model& model_;
+  EngineOptions opts_;
+  MemoryPlan plan_;
+  std::unique_ptr<model::StatePool> pool_;
+  std::unique_ptr<PoolBudget> budget_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::map<RequestId, Request> requests_;  // live requests: sampling parameters, limits
+  Sampler sampler_;
+  Queue<Message> inbox_;
+  EngineStats stats_;
+  // Reused across steps so a decode step allocates nothing here once warm.
+  std::vector<int64_t> logits_rows_;
+  std::vector<float> logits_;
+};
+
+}  // namespace di::engine

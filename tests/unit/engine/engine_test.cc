@@ -1,0 +1,183 @@
+// The engine on the golden v41-mini checkpoint: continuous batching gives every request the
+// tokens it gets alone (greedy and seeded sampling), preemption under a tiny state budget still
+// completes everything with the same tokens, cancellation frees all state, and bad requests are
+// rejected as values.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "backend/cpu/cpu_ops.h"
+
+namespace di::engine {
+namespace {
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    threads_ = new ThreadPool(2);
+    ops_ = new backend::CpuOps(*threads_);
+    auto m = model::Model::load(std::string(DI_SHARED_DIR) + "/golden/v41-mini/checkpoint", *ops_);
+    ASSERT_TRUE(m.has_value()) << m.status().to_string();
+    model_ = std::move(m).value().release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    delete ops_;
+    delete threads_;
+  }
+
+  std::unique_ptr<Engine> make(EngineOptions o) {
+    auto e = Engine::create(*model_, o);
+    EXPECT_TRUE(e.has_value()) << e.status().to_string();
+    return e.has_value() ? std::move(e).value() : nullptr;
+  }
+
+  // Runs until every request finishes; returns the tokens per request id.
+  static std::map<RequestId, std::vector<int32_t>> run(Engine& e,
+                                                       const std::vector<Request>& reqs) {
+    std::map<RequestId, std::vector<int32_t>> out;
+    for (const Request& r : reqs) EXPECT_TRUE(e.add_request(r).ok());
+    while (e.has_unfinished()) {
+      for (const RequestUpdate& u : e.step()) {
+        EXPECT_NE(u.finish, FinishReason::kError) << u.error;
+        for (const auto& t : u.new_tokens) out[u.id].push_back(t.token);
+      }
+    }
+    return out;
+  }
+
+  static std::vector<Request> random_requests(int n, uint32_t seed, bool sampled) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> tok(3, 511), len(1, 40), out(1, 6);
+    std::vector<Request> reqs;
+    for (int i = 0; i < n; ++i) {
+      Request r;
+      r.id = i;
+      for (int k = len(rng); k > 0; --k) r.prompt.push_back(tok(rng));
+      r.max_tokens = out(rng);
+      if (sampled) {
+        r.sampling.temperature = 0.8f;
+        r.sampling.top_p = 0.95f;
+        r.sampling.seed = 1000 + static_cast<uint64_t>(i);
+      }
+      reqs.push_back(r);
+    }
+    return reqs;
+  }
+
+  static std::map<RequestId, std::vector<int32_t>> run_each_alone(
+      const std::vector<Request>& reqs) {
+    std::map<RequestId, std::vector<int32_t>> out;
+    for (const Request& r : reqs) {
+      auto e = Engine::create(*model_, {1, 512, 4 << 20, 16});
+      EXPECT_TRUE(e.has_value());
+      out[r.id] = run(**e, {r})[r.id];
+    }
+    return out;
+  }
+
+  static ThreadPool* threads_;
+  static backend::CpuOps* ops_;
+  static model::Model* model_;
+};
+
+ThreadPool* EngineTest::threads_ = nullptr;
+backend::CpuOps* EngineTest::ops_ = nullptr;
+model::Model* EngineTest::model_ = nullptr;
+
+TEST_F(EngineTest, SixtyFourConcurrentGreedyRequestsMatchEachRunAlone) {
+  const auto reqs = random_requests(64, 5, /*sampled=*/false);
+  const auto alone = run_each_alone(reqs);
+  // A small token budget forces chunked prefill mixed with decode steps.
+  auto e = make({64, 48, 32 << 20, 16});
+  const auto batched = run(*e, reqs);
+  ASSERT_EQ(batched.size(), reqs.size());
+  for (const Request& r : reqs) {
+    EXPECT_EQ(batched.at(r.id), alone.at(r.id)) << "request " << r.id;
+    EXPECT_EQ(batched.at(r.id).size(), static_cast<size_t>(r.max_tokens));
+  }
+  EXPECT_GT(e->stats().num_steps, 0);
+}
+
+TEST_F(EngineTest, SeededSamplingIsTheSameAloneAndBatched) {
+  const auto reqs = random_requests(16, 6, /*sampled=*/true);
+  const auto alone = run_each_alone(reqs);
+  auto e = make({16, 64, 16 << 20, 16});
+  EXPECT_EQ(run(*e, reqs), alone);
+}
+
+TEST_F(EngineTest, PreemptionUnderATinyBudgetCompletesWithTheSameTokens) {
+  auto reqs = random_requests(12, 7, /*sampled=*/true);
+  for (auto& r : reqs) r.max_tokens = 12;
+  const auto alone = run_each_alone(reqs);
+  // Room for 4 sequence slots but only a few pages: sequences outgrow the pool and are preempted.
+  EngineOptions o{4, 64, 0, 4};
+  auto probe = plan_state_pool(model_->config(), 1 << 30, 4, 4);
+  ASSERT_TRUE(probe.has_value());
+  // About 90 tokens for 4 sequences of up to 52 tokens (40 prompt + 12 generated).
+  o.kv_cache_bytes = 4 * probe->bytes_per_sequence + 2 * 4 * 96 * 4 +
+                     static_cast<int64_t>(90 * probe->bytes_per_token);
+  auto e = make(o);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(run(*e, reqs), alone);
+  EXPECT_GT(e->stats().num_preemptions, 0) << "the budget was not tight enough to preempt";
+}
+
+TEST_F(EngineTest, CancellationFreesAllState) {
+  auto e = make({4, 16, 8 << 20, 16});
+  auto reqs = random_requests(4, 8, false);
+  for (auto& r : reqs) {
+    r.max_tokens = 20;
+    ASSERT_TRUE(e->add_request(r).ok());
+  }
+  e->step();  // some are mid-prefill, some running
+  e->cancel(0);
+  EXPECT_TRUE(e->abort_request(1));
+  bool saw_cancel = false;
+  for (const auto& u : e->step()) saw_cancel |= u.id == 0 && u.finish == FinishReason::kCancelled;
+  EXPECT_TRUE(saw_cancel);
+  EXPECT_TRUE(e->abort_request(2));
+  EXPECT_TRUE(e->abort_request(3));
+  EXPECT_FALSE(e->has_unfinished());
+  // All four slots and all pages are free again: four max-length requests run to the end.
+  for (auto& r : reqs) r.id += 10;
+  EXPECT_EQ(run(*e, reqs).size(), 4u);
+}
+
+TEST_F(EngineTest, RejectsBadRequestsAsValues) {
+  auto e = make({4, 16, 8 << 20, 16});
+  Request r;
+  r.id = 1;
+  EXPECT_EQ(e->add_request(r).code(), StatusCode::kInvalidArgument);  // empty prompt
+  r.prompt = {5, 99999};
+  EXPECT_EQ(e->add_request(r).code(), StatusCode::kInvalidArgument);
+  r.prompt = {5};
+  r.sampling.logit_bias = {{600, 1.0f}};
+  EXPECT_EQ(e->add_request(r).code(), StatusCode::kInvalidArgument);
+  r.sampling.logit_bias = {};
+  r.max_tokens = 1 << 20;
+  EXPECT_EQ(e->add_request(r).code(), StatusCode::kInvalidArgument);
+  r.max_tokens = 2;
+  e->submit(r);
+  e->submit(r);  // the same id twice: the second is an error update
+  int errors = 0;
+  while (e->has_unfinished()) {
+    for (const auto& u : e->step()) errors += u.finish == FinishReason::kError;
+  }
+  EXPECT_EQ(errors, 1);
+}
+
+TEST_F(EngineTest, MemoryPlanFitsTheBudgetAndRejectsATinyOne) {
+  auto e = make({8, 64, 6 << 20, 16});
+  EXPECT_LE(e->state_bytes(), 6 << 20);
+  EXPECT_GT(e->memory_plan().pool.max_tokens, 1000);
+  auto tiny = Engine::create(*model_, {8, 64, 1000, 16});
+  ASSERT_FALSE(tiny.has_value());
+  EXPECT_NE(tiny.status().message().find("--kv-cache-bytes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace di::engine
