@@ -27,6 +27,11 @@ struct EngineOptions {
   int64_t max_num_batched_tokens = 512;
   int64_t kv_cache_bytes = int64_t{256} << 20;  // the state pool's byte budget
   int entries_per_page = 16;
+  // SWA bounded replay (spec §1.2): prefill runs the layers after the last KV source only on the
+  // last `replay_tail` prompt tokens. -1: the default, window + DSpark block (spec: 128 + 5);
+  // 0: exact full prefill. The replay point depends on the prompt alone, so a request's tokens do
+  // not depend on batching, chunking or preemption.
+  int64_t replay_tail = -1;
 };
 
 // Wall time per phase, summed over steps.
@@ -81,6 +86,7 @@ class Engine {
 
   model::Model& model_;
   EngineOptions opts_;
+  int64_t replay_tail_ = 0;  // resolved EngineOptions::replay_tail
   MemoryPlan plan_;
   std::unique_ptr<model::StatePool> pool_;
   std::unique_ptr<PoolBudget> budget_;
