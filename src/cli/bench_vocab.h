@@ -1,18 +1,14 @@
-// SPDX-License-Identifier: Apache-2.0
-// TEMPORARY (issue #7, until the recipe tokenizer lands on main): builds the grammar module's
-// Vocabulary from a HuggingFace tokenizer.json (GPT-2 byte-level BPE strings mapped back to
-// bytes), and tokenizes bench instances by greedy longest match over the vocabulary. Greedy is
-// not the real BPE segmentation; the bench only needs *a* valid token sequence per instance.
-// Swap GreedyTokenizer for di::recipe::Tokenizer behind InstanceTokenizer when it is available.
+// The grammar module's Vocabulary (raw token bytes, control tokens, EOS) from our byte-level BPE
+// tokenizer, and the tokenizer grammar-bench walks instances with, so instances are segmented
+// exactly as the model would see them.
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <string>
 #include <string_view>
 #include <vector>
 
 #include "grammar/vocabulary.h"
+#include "recipe/tokenizer/tokenizer.h"
 #include "util/status.h"
 
 namespace di::cli {
@@ -23,17 +19,21 @@ class InstanceTokenizer {
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
 };
 
-// vocab_size: rows of the logit matrix (129,280 for DeepSeek); ids past the file's are padding.
-Expected<grammar::Vocabulary> load_hf_vocabulary(const std::string& path, size_t vocab_size);
+// vocab_size: rows of the logit matrix (129,280 for DeepSeek); ids past the tokenizer's are empty.
+// Special (added control) tokens are never free text for a grammar.
+Expected<grammar::Vocabulary> vocabulary_from_tokenizer(const recipe::Tokenizer& tok,
+                                                        size_t vocab_size);
 
-class GreedyTokenizer : public InstanceTokenizer {
+// Instances as untrusted text: special-token spellings stay text.
+class BpeInstanceTokenizer : public InstanceTokenizer {
  public:
-  explicit GreedyTokenizer(std::shared_ptr<const grammar::TokenTrie> trie)
-      : trie_(std::move(trie)) {}
-  std::vector<int32_t> encode(std::string_view text) const override;
+  explicit BpeInstanceTokenizer(recipe::Tokenizer tok) : tok_(std::move(tok)) {}
+  std::vector<int32_t> encode(std::string_view text) const override {
+    return tok_.encode(text, recipe::SpecialTokens::kNone);
+  }
 
  private:
-  std::shared_ptr<const grammar::TokenTrie> trie_;
+  recipe::Tokenizer tok_;
 };
 
 }  // namespace di::cli

@@ -86,8 +86,8 @@ int run_batch_command(int argc, char** argv) {
                  "bounded replay: late layers prefill only the last N prompt tokens "
                  "(default: window + DSpark block; 0: exact full prefill)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app.add_flag_callback("--exact-prefill", [&opts] { opts.engine.replay_tail = 0; },
-                        "same as --replay-tail 0");
+  app.add_flag_callback(
+      "--exact-prefill", [&opts] { opts.engine.replay_tail = 0; }, "same as --replay-tail 0");
   app.add_option("--max-tokens", gp.max_tokens, "default max_tokens")->check(CLI::PositiveNumber);
   app.add_option("--temperature", gp.sampling.temperature, "default temperature (0: greedy)");
   app.add_option("--top-p", gp.sampling.top_p, "default top_p");

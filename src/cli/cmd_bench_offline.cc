@@ -36,8 +36,8 @@ int run_bench_offline_command(int argc, char** argv) {
                  "bounded replay: late layers prefill only the last N prompt tokens "
                  "(default: window + DSpark block; 0: exact full prefill)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app.add_flag_callback("--exact-prefill", [&opts] { opts.engine.replay_tail = 0; },
-                        "same as --replay-tail 0");
+  app.add_flag_callback(
+      "--exact-prefill", [&opts] { opts.engine.replay_tail = 0; }, "same as --replay-tail 0");
   app.add_option("--seed", seed, "seed of the random prompts");
   DI_PARSE_FLAGS(app, argc, argv);
   auto llm = api::LLM::create(dir, opts);

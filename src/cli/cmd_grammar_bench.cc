@@ -13,6 +13,7 @@
 
 #include "cli/bench_vocab.h"
 #include "cli/grammar_conformance.h"
+#include "cli/parse_flags.h"
 #include "grammar/compiler.h"
 #include "grammar/matcher.h"
 
@@ -83,15 +84,21 @@ int run_grammar_bench_command(int argc, char** argv) {
   app.add_option("--timeout", timeout_s, "per-schema budget in seconds (compile + all instances)");
   app.add_flag("--lenient", lenient, "ignore unsupported JSON Schema keywords");
   app.add_flag("--verbose", verbose, "print each failing schema");
-  CLI11_PARSE(app, argc, argv);
+  DI_PARSE_FLAGS(app, argc, argv);
 
-  auto vocab = load_hf_vocabulary(tokenizer_path, 129280);
+  auto bpe = recipe::Tokenizer::from_file(tokenizer_path);
+  if (!bpe) {
+    std::fprintf(stderr, "grammar-bench: --tokenizer %s: %s\n", tokenizer_path.c_str(),
+                 bpe.status().to_string().c_str());
+    return 2;
+  }
+  auto vocab = vocabulary_from_tokenizer(*bpe, 129280);
   if (!vocab) {
-    std::fprintf(stderr, "grammar-bench: %s\n", vocab.status().to_string().c_str());
+    std::fprintf(stderr, "grammar-bench: --tokenizer: %s\n", vocab.status().to_string().c_str());
     return 2;
   }
   auto trie = grammar::TokenTrie::build(*vocab);
-  GreedyTokenizer tokenizer(trie);
+  BpeInstanceTokenizer tokenizer(std::move(bpe).value());
   grammar::JsonSchemaOptions jopts;
   jopts.lenient = lenient;
 

@@ -74,8 +74,9 @@ Expected<std::unique_ptr<Engine>> Engine::create(model::Model& model, const Engi
 Engine::Engine(model::Model& model, EngineOptions opts, MemoryPlan plan, model::StatePool pool)
     : model_(model),
       opts_(opts),
-      replay_tail_(opts.replay_tail >= 0 ? opts.replay_tail
-                                         : model.config().window_size + model.config().dspark_block_size),
+      replay_tail_(opts.replay_tail >= 0
+                       ? opts.replay_tail
+                       : model.config().window_size + model.config().dspark_block_size),
       plan_(plan),
       pool_(std::make_unique<model::StatePool>(std::move(pool))),
       budget_(std::make_unique<PoolBudget>(*pool_)),
@@ -164,7 +165,8 @@ void Engine::run_plan(const StepPlan& plan, std::vector<RequestUpdate>& updates)
   for (const ScheduledChunk& c : plan.chunks) {
     const auto first = c.seq->tokens.begin() + c.begin;
     const int64_t replay_from = std::max<int64_t>(0, c.seq->num_prompt_tokens - replay_tail_);
-    ctx.chunks.push_back({&budget_->state(c.seq->id), {first, first + c.num_tokens},
+    ctx.chunks.push_back({&budget_->state(c.seq->id),
+                          {first, first + c.num_tokens},
                           replay_tail_ > 0 ? replay_from : 0});
     row += c.num_tokens;
     if (c.samples) logits_rows_.push_back(row - 1);
