@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 
 #include "backend/cpu/cpu_ops.h"
 #include "model/checkpoint_init.h"
@@ -16,6 +17,7 @@
 #include "model/tensor_names.h"
 #include "model/weights/safetensors_file.h"
 #include "model/weights/safetensors_writer.h"
+#include "tensor/numeric.h"
 
 namespace di::model {
 namespace {
@@ -107,6 +109,75 @@ TEST_F(CheckpointTest, VisionWeightsAreLoadedAroundForTextOnlyUse) {
   const std::vector<int32_t> prompt = {5, 17, 300};
   auto a = prompt_logits(**official, prompt), b = prompt_logits(**m, prompt);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
+  fs::remove_all(dir);
+}
+
+// The golden checkpoint with every FP8/FP4 matrix dequantized to BF16 (exact) and config dtype
+// "bf16": the reference then runs plain bf16 products without activation quantization.
+TEST_F(CheckpointTest, Bf16CheckpointLoadsAndStaysCloseToFp8) {
+  auto dir = temp_dir("bf16");
+  auto file = weights::SafetensorsFile::open(kGolden + "/model.safetensors").value();
+  weights::SafetensorsWriter w;
+  for (const auto& t : file.tensors()) {
+    const std::string& n = t.name;
+    if (n.size() > 6 && n.compare(n.size() - 6, 6, ".scale") == 0 &&
+        n.find("hc_") == std::string::npos)
+      continue;
+    const std::string base = n.size() > 7 ? n.substr(0, n.size() - 7) : n;  // strip ".weight"
+    const auto* scale = file.find(base + ".scale");
+    const bool engram_table = n.find("engram.embed") != std::string::npos;
+    if (!scale || engram_table) {
+      if (engram_table)
+        w.add_bytes(base + ".scale", scale->dtype, scale->shape,
+                    std::vector<uint8_t>(scale->data, scale->data + scale->num_bytes));
+      w.add_bytes(n, t.dtype, t.shape, std::vector<uint8_t>(t.data, t.data + t.num_bytes));
+      continue;
+    }
+    const bool fp4 = t.dtype == weights::DType::kI8;
+    const int64_t out = t.shape[0], in = fp4 ? t.shape[1] * 2 : t.shape[1];
+    std::vector<uint8_t> bytes(static_cast<size_t>(out * in * 2));
+    for (int64_t o = 0; o < out; ++o) {
+      for (int64_t i = 0; i < in; ++i) {
+        float v;
+        if (fp4) {
+          uint8_t b = t.data[o * (in / 2) + i / 2];
+          v = e2m1_to_float((i & 1) ? (b >> 4) : (b & 0xf)) *
+              e8m0_to_float(scale->data[o * (in / 32) + i / 32]);
+        } else {
+          v = e4m3_to_float(t.data[o * in + i]) *
+              e8m0_to_float(scale->data[(o / 32) * ((in + 31) / 32) + i / 32]);
+        }
+        uint16_t h = float_to_bf16(v);
+        std::memcpy(&bytes[static_cast<size_t>(2 * (o * in + i))], &h, 2);
+      }
+    }
+    w.add_bytes(n, weights::DType::kBF16, {out, in}, std::move(bytes));
+  }
+  ASSERT_TRUE(w.write((dir / "model.safetensors").string()).ok());
+  fs::copy_file(kGolden + "/tokenizer.json", dir / "tokenizer.json");
+  {
+    std::ifstream in(kGolden + "/config.json");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto c = parse_model_config(ss.str()).value();
+    c.dtype = "bf16";
+    c.expert_dtype = "";
+    std::ofstream(dir / "config.json") << model_config_to_json(c);
+  }
+  auto bf16 = Model::load(dir.string(), ops_);
+  ASSERT_TRUE(bf16.has_value()) << bf16.status().to_string();
+  auto fp8 = Model::load(kGolden, ops_);
+  const std::vector<int32_t> prompt = {5, 17, 300, 42, 11, 9, 77, 400, 12, 13};
+  auto a = prompt_logits(**fp8, prompt), b = prompt_logits(**bf16, prompt);
+  double diff = 0, mag = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(b[i]));
+    diff += std::fabs(a[i] - b[i]);
+    mag += std::fabs(a[i]);
+  }
+  // Same weights, no activation quantization: close, but not the same function.
+  EXPECT_GT(diff, 0.0);
+  EXPECT_LT(diff / mag, 0.5);
   fs::remove_all(dir);
 }
 
