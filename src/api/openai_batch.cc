@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "recipe/chat/chat_request_json.h"
+#include "recipe/parse/response_parser.h"
 
 namespace di::api {
 
@@ -248,6 +249,38 @@ ParsedBatchLine parse_batch_line(std::string_view line,
   return out;
 }
 
+namespace {
+
+json chat_message(const BatchRequest& request,
+                  const std::string& text,
+                  const std::string& custom_id,
+                  int choice) {
+  // The reply as the V4.1 format lays it out: reasoning (when the prompt ended in <think>), then
+  // content, then DSML tool calls (recipe/parse/response_parser.h).
+  const bool thinking = request.prompt.chat && request.prompt.chat->thinking &&
+                        request.prompt.chat->add_generation_prompt;
+  recipe::ResponseParser parser(recipe::ParserOptions{thinking, {}});
+  recipe::ParsedResponse parsed;
+  recipe::accumulate(parsed, parser.push(text));
+  recipe::accumulate(parsed, parser.finish());
+  json msg = {
+      {"role", "assistant"},
+      {"content", parsed.content.empty() && !parsed.tool_calls.empty() ? json(nullptr)
+                                                                       : json(parsed.content)}};
+  if (!parsed.reasoning_content.empty()) msg["reasoning_content"] = parsed.reasoning_content;
+  json calls = json::array();
+  for (const auto& t : parsed.tool_calls) {
+    calls.push_back({{"id", "call_" + hex_id("", custom_id + "/" + std::to_string(choice) + "/" +
+                                                     std::to_string(t.index))},
+                     {"type", "function"},
+                     {"function", {{"name", t.name}, {"arguments", t.arguments}}}});
+  }
+  msg["tool_calls"] = calls;
+  return msg;
+}
+
+}  // namespace
+
 std::string format_batch_result(const BatchRequest& request,
                                 const GenerationOutput& output,
                                 const recipe::Tokenizer* tokenizer,
@@ -259,7 +292,8 @@ std::string format_batch_result(const BatchRequest& request,
     json ch = {
         {"index", c.index}, {"finish_reason", finish_name(c.finish)}, {"token_ids", c.token_ids}};
     if (chat) {
-      ch["message"] = {{"role", "assistant"}, {"content", c.text}};
+      ch["message"] = chat_message(request, c.text, request.custom_id, c.index);
+      if (!ch["message"]["tool_calls"].empty()) ch["finish_reason"] = "tool_calls";
       ch["logprobs"] = want_logprobs ? chat_logprobs(c, tokenizer) : json(nullptr);
     } else {
       ch["text"] = c.text;
