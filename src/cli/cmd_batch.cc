@@ -13,6 +13,7 @@
 #include "api/openai_batch.h"
 #include "cli/batch_files.h"
 #include "cli/commands.h"
+#include "cli/engine_flags.h"
 #include "cli/parse_flags.h"
 
 namespace di::cli {
@@ -74,20 +75,7 @@ int run_batch_command(int argc, char** argv) {
   app.add_option("--model", dir, "checkpoint folder")->required();
   app.add_option("--input", input, "requests, one JSON object per line")->required();
   app.add_option("--output", output, "results (appended; a rerun resumes)")->required();
-  app.add_option("--max-num-seqs", opts.engine.max_num_seqs, "most sequences in flight")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--max-num-batched-tokens", opts.engine.max_num_batched_tokens,
-                 "most tokens in one forward")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--kv-cache-bytes", opts.engine.kv_cache_bytes, "state pool byte budget")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--threads", opts.num_threads, "CPU threads (default: all cores)");
-  app.add_option("--replay-tail", opts.engine.replay_tail,
-                 "bounded replay: late layers prefill only the last N prompt tokens "
-                 "(default: window + DSpark block; 0: exact full prefill)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app.add_flag_callback(
-      "--exact-prefill", [&opts] { opts.engine.replay_tail = 0; }, "same as --replay-tail 0");
+  add_engine_flags(app, opts);
   app.add_option("--max-tokens", gp.max_tokens, "default max_tokens")->check(CLI::PositiveNumber);
   app.add_option("--temperature", gp.sampling.temperature, "default temperature (0: greedy)");
   app.add_option("--top-p", gp.sampling.top_p, "default top_p");

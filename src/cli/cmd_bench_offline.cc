@@ -9,6 +9,7 @@
 
 #include "api/llm.h"
 #include "cli/commands.h"
+#include "cli/engine_flags.h"
 #include "cli/parse_flags.h"
 
 namespace di::cli {
@@ -24,20 +25,7 @@ int run_bench_offline_command(int argc, char** argv) {
   app.add_option("--input-len", input_len, "prompt tokens per request")->check(CLI::PositiveNumber);
   app.add_option("--output-len", output_len, "generated tokens per request")
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-num-seqs", opts.engine.max_num_seqs, "most sequences in flight")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--max-num-batched-tokens", opts.engine.max_num_batched_tokens,
-                 "most tokens in one forward")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--kv-cache-bytes", opts.engine.kv_cache_bytes, "state pool byte budget")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--threads", opts.num_threads, "CPU threads (default: all cores)");
-  app.add_option("--replay-tail", opts.engine.replay_tail,
-                 "bounded replay: late layers prefill only the last N prompt tokens "
-                 "(default: window + DSpark block; 0: exact full prefill)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app.add_flag_callback(
-      "--exact-prefill", [&opts] { opts.engine.replay_tail = 0; }, "same as --replay-tail 0");
+  add_engine_flags(app, opts);
   app.add_option("--seed", seed, "seed of the random prompts");
   DI_PARSE_FLAGS(app, argc, argv);
   auto llm = api::LLM::create(dir, opts);

@@ -34,33 +34,69 @@ void Model::output_projection(int layer, RowsView o, RowsView out) const {
   ops_->linear(ConstRowsView(grouped.data(), T, groups * rank), a.wo_b, out, true);
 }
 
+void Model::project_qkv(int layer,
+                        const ForwardContext& ctx,
+                        ConstRowsView u,
+                        std::vector<float>& qr,
+                        std::vector<float>& q,
+                        std::vector<float>& kv) const {
+  const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
+  const ModelConfig& c = config_;
+  const int64_t T = u.rows, H = c.n_heads, D = c.head_dim, rd = c.rope_head_dim;
+  const auto& rope = rope_[static_cast<size_t>(layer)];
+  qr = rows_buffer(T, c.q_lora_rank);
+  q = rows_buffer(T, H * D);
+  kv = rows_buffer(T, D);
+  RowsView qr_v{qr.data(), T, c.q_lora_rank}, q_v{q.data(), T, H * D}, kv_v{kv.data(), T, D};
+  ops_->linear(u, a.wq_a, qr_v, true);
+  ops_->rms_norm(qr_v, a.q_norm.data(), c.norm_eps, qr_v);
+  ops_->linear(qr_v, a.wq_b, q_v, true);
+  ops_->rope(q_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
+             ctx.positions.data(), rope, false);
+  // The window K=V: normed, rotated, then FP8 fake-quantized over all dims (QAT).
+  ops_->linear(u, a.wkv, kv_v, true);
+  ops_->rms_norm(kv_v, a.kv_norm.data(), c.norm_eps, kv_v);
+  ops_->rope(kv_v, 1, static_cast<int>(D), static_cast<int>(D - rd), ctx.positions.data(), rope,
+             false);
+  ops_->fake_quant_fp8(kv_v, 32);
+}
+
+std::vector<float> Model::attend(int layer,
+                                 const std::vector<float>& q,
+                                 const std::vector<const float*>& keys,
+                                 int64_t n_keys) const {
+  const ModelConfig& c = config_;
+  const int64_t H = c.n_heads, D = c.head_dim;
+  const int64_t T = static_cast<int64_t>(q.size()) / (H * D);
+  std::vector<float> o = rows_buffer(T, H * D);
+  backend::SparseAttentionArgs args;
+  args.q = q.data();
+  args.num_queries = T;
+  args.num_heads = static_cast<int>(H);
+  args.head_dim = static_cast<int>(D);
+  args.keys = keys.data();
+  args.num_keys = n_keys;
+  args.sink = weights_.layers[static_cast<size_t>(layer)].attn.attn_sink.data();
+  args.softmax_scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
+  args.out = o.data();
+  ops_->sparse_attention(args);
+  return o;
+}
+
 void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView out) const {
   if (layer >= config_.n_layers) {
     dspark_attention(layer, ctx, u, out);
     return;
   }
-  const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
   const ModelConfig& c = config_;
   const int64_t T = u.rows, H = c.n_heads, D = c.head_dim, rd = c.rope_head_dim;
   const int64_t win = c.window_size;
   const int late = c.late_layer_start();
   const auto& rope = rope_[static_cast<size_t>(layer)];
 
-  std::vector<float> qr = rows_buffer(T, c.q_lora_rank), q = rows_buffer(T, H * D);
-  RowsView qr_v{qr.data(), T, c.q_lora_rank}, q_v{q.data(), T, H * D};
-  ops_->linear(u, a.wq_a, qr_v, true);
-  ops_->rms_norm(qr_v, a.q_norm.data(), c.norm_eps, qr_v);
-  ops_->linear(qr_v, a.wq_b, q_v, true);
-  ops_->rope(q_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
-             ctx.positions.data(), rope, false);
-
-  std::vector<float> kv = rows_buffer(T, D);
-  RowsView kv_v{kv.data(), T, D};
-  ops_->linear(u, a.wkv, kv_v, true);
-  ops_->rms_norm(kv_v, a.kv_norm.data(), c.norm_eps, kv_v);
-  ops_->rope(kv_v, 1, static_cast<int>(D), static_cast<int>(D - rd), ctx.positions.data(), rope,
-             false);
-  ops_->fake_quant_fp8(kv_v, 32);
+  std::vector<float> qr, q, kv;
+  project_qkv(layer, ctx, u, qr, q, kv);
+  RowsView qr_v{qr.data(), T, c.q_lora_rank}, kv_v{kv.data(), T, D};
 
   const int ratio = c.compress_ratios[layer];
   int stream = -1;
@@ -103,18 +139,7 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
       }
     }
   }
-  std::vector<float> o = rows_buffer(T, H * D);
-  backend::SparseAttentionArgs args;
-  args.q = q.data();
-  args.num_queries = T;
-  args.num_heads = static_cast<int>(H);
-  args.head_dim = static_cast<int>(D);
-  args.keys = keys.data();
-  args.num_keys = n_keys;
-  args.sink = a.attn_sink.data();
-  args.softmax_scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
-  args.out = o.data();
-  ops_->sparse_attention(args);
+  std::vector<float> o = attend(layer, q, keys, n_keys);
 
   // The newest `win` positions of each chunk enter the ring after everyone has read the old ones.
   for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {

@@ -38,26 +38,14 @@ void Model::seed_dspark(ForwardContext& ctx) const {
 }
 
 void Model::dspark_attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView out) const {
-  const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
   const ModelConfig& c = config_;
   const int64_t T = u.rows, H = c.n_heads, D = c.head_dim, rd = c.rope_head_dim;
   const auto& rope = rope_[static_cast<size_t>(layer)];
   SequenceState& seq = *ctx.chunks[0].seq;
 
-  std::vector<float> qr(static_cast<size_t>(T * c.q_lora_rank)), q(static_cast<size_t>(T * H * D));
-  RowsView qr_v{qr.data(), T, c.q_lora_rank}, q_v{q.data(), T, H * D};
-  ops_->linear(u, a.wq_a, qr_v, true);
-  ops_->rms_norm(qr_v, a.q_norm.data(), c.norm_eps, qr_v);
-  ops_->linear(qr_v, a.wq_b, q_v, true);
-  ops_->rope(q_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
-             ctx.positions.data(), rope, false);
-  std::vector<float> kv(static_cast<size_t>(T * D));
+  std::vector<float> qr, q, kv;
+  project_qkv(layer, ctx, u, qr, q, kv);
   RowsView kv_v{kv.data(), T, D};
-  ops_->linear(u, a.wkv, kv_v, true);
-  ops_->rms_norm(kv_v, a.kv_norm.data(), c.norm_eps, kv_v);
-  ops_->rope(kv_v, 1, static_cast<int>(D), static_cast<int>(D - rd), ctx.positions.data(), rope,
-             false);
-  ops_->fake_quant_fp8(kv_v, 32);
 
   // Ring slots 0 .. min(window, filled) - 1 in slot order, then the whole block.
   const int64_t ring = std::min<int64_t>(c.window_size, seq.num_tokens);
@@ -68,18 +56,7 @@ void Model::dspark_attention(int layer, ForwardContext& ctx, ConstRowsView u, Ro
       keys[static_cast<size_t>(r * n_keys + s)] = ctx.pool->window_row(seq, layer, s);
     for (int64_t b = 0; b < T; ++b) keys[static_cast<size_t>(r * n_keys + ring + b)] = kv_v.row(b);
   }
-  std::vector<float> o(static_cast<size_t>(T * H * D));
-  backend::SparseAttentionArgs args;
-  args.q = q.data();
-  args.num_queries = T;
-  args.num_heads = static_cast<int>(H);
-  args.head_dim = static_cast<int>(D);
-  args.keys = keys.data();
-  args.num_keys = n_keys;
-  args.sink = a.attn_sink.data();
-  args.softmax_scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
-  args.out = o.data();
-  ops_->sparse_attention(args);
+  std::vector<float> o = attend(layer, q, keys, n_keys);
   RowsView o_v{o.data(), T, H * D};
   ops_->rope(o_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
              ctx.positions.data(), rope, true);

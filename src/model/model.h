@@ -82,6 +82,18 @@ class Model {
   void compress(int layer, ForwardContext& ctx, ConstRowsView u) const;
   void index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstRowsView qr) const;
   void output_projection(int layer, RowsView o, RowsView out) const;
+  // q (low-rank, RoPE'd), its normed latent qr, and the window K=V rows (FP8 fake-quantized).
+  void project_qkv(int layer,
+                   const ForwardContext& ctx,
+                   ConstRowsView u,
+                   std::vector<float>& qr,
+                   std::vector<float>& q,
+                   std::vector<float>& kv) const;
+  // Sink softmax attention of q over per-query key lists ([T, n_keys]); returns [T, H * D].
+  std::vector<float> attend(int layer,
+                            const std::vector<float>& q,
+                            const std::vector<const float*>& keys,
+                            int64_t n_keys) const;
   void moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView out) const;
   void seed_dspark(ForwardContext& ctx) const;
   void record_dspark_input(int layer, ForwardContext& ctx, ConstRowsView x) const;

@@ -1,0 +1,27 @@
+// The engine flags shared by every command that runs the engine (batch, bench offline).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "api/llm.h"
+
+namespace di::cli {
+
+inline void add_engine_flags(CLI::App& app, api::LLMOptions& opts) {
+  app.add_option("--max-num-seqs", opts.engine.max_num_seqs, "most sequences in flight")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-num-batched-tokens", opts.engine.max_num_batched_tokens,
+                 "most tokens in one forward")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--kv-cache-bytes", opts.engine.kv_cache_bytes, "state pool byte budget")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--threads", opts.num_threads, "CPU threads (default: all cores)");
+  app.add_option("--replay-tail", opts.engine.replay_tail,
+                 "bounded replay: late layers prefill only the last N prompt tokens "
+                 "(default: window + DSpark block; 0: exact full prefill)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_flag_callback(
+      "--exact-prefill", [&opts] { opts.engine.replay_tail = 0; }, "same as --replay-tail 0");
+}
+
+}  // namespace di::cli
