@@ -150,6 +150,12 @@ Status validate_dims(const ModelConfig& c) {
   DI_RETURN_IF_ERROR(require(c.n_routed_experts > 0 && c.n_activated_experts > 0 &&
                                  c.n_activated_experts <= c.n_routed_experts,
                              "need 0 < n_activated_experts <= n_routed_experts"));
+  // The router and the hyper-connection kernels keep per-token scratch on the stack.
+  DI_RETURN_IF_ERROR(require(c.n_routed_experts <= 1024 && c.dspark_n_routed_experts <= 1024,
+                             "n_routed_experts and dspark_n_routed_experts must be <= 1024"));
+  DI_RETURN_IF_ERROR(require(
+      c.dspark_n_activated_experts <= std::max(c.dspark_n_routed_experts, c.n_routed_experts),
+      "dspark_n_activated_experts exceeds the DSpark experts"));
   DI_RETURN_IF_ERROR(require(c.n_shared_experts == 1, "n_shared_experts must be 1"));
   DI_RETURN_IF_ERROR(require(
       c.score_func == "sqrtsoftplus" || c.score_func == "sigmoid" || c.score_func == "softmax",
@@ -160,8 +166,8 @@ Status validate_dims(const ModelConfig& c) {
       require(c.expert_dtype == "fp4" || c.expert_dtype == "fp8" ||
                   (c.dtype == "bf16" && c.expert_dtype.empty()),
               "expert_dtype must be \"fp4\" or \"fp8\" (or empty for a bf16 model)"));
-  DI_RETURN_IF_ERROR(require(c.hc_mult > 0 && c.hc_sinkhorn_iters > 0,
-                             "hc_mult and hc_sinkhorn_iters must be > 0"));
+  DI_RETURN_IF_ERROR(require(c.hc_mult > 0 && c.hc_mult <= 8 && c.hc_sinkhorn_iters > 0,
+                             "hc_mult must be in [1, 8] and hc_sinkhorn_iters > 0"));
   bool any_compress =
       std::any_of(c.compress_ratios.begin(), c.compress_ratios.end(), [](int r) { return r > 0; });
   if (any_compress) {

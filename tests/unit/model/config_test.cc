@@ -60,6 +60,14 @@ TEST(Config, RejectsUnknownAndInconsistentFields) {
   c.n_heads = 3;
   EXPECT_FALSE(validate_config(c).ok());
 
+  c = parse_model_config(text).value();
+  c.n_routed_experts = 5000;  // beyond the router's per-token scratch: refused, not a crash
+  EXPECT_NE(validate_config(c).message().find("n_routed_experts"), std::string::npos);
+
+  c = parse_model_config(text).value();
+  c.hc_mult = 16;
+  EXPECT_FALSE(validate_config(c).ok());
+
   EXPECT_FALSE(parse_model_config("[1, 2]").has_value());
   EXPECT_FALSE(parse_model_config("{\"dim\": \"wide\"}").has_value());
 }
