@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libicu-dev
+  nlohmann-json3-dev libcli11-dev libicu-dev libxxhash-dev
   clang libclang-rt-14-dev)
 
 missing=()

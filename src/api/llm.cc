@@ -96,6 +96,7 @@ Status LLM::start(size_t index, const Prompt& prompt, const GenerationParams& pa
     r.stop_token_ids = params.stop_token_ids;
     if (eos_id_ && !params.ignore_eos) r.stop_token_ids.push_back(*eos_id_);
     r.priority = params.priority;
+    if (!started.empty()) r.share_prompt_with = started.front();
     if (Status s = engine_->add_request(std::move(r)); !s.ok()) {
       for (engine::RequestId id : started) {
         engine_->abort_request(id);

@@ -22,6 +22,12 @@ inline void add_engine_flags(CLI::App& app, api::LLMOptions& opts) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_flag_callback(
       "--exact-prefill", [&opts] { opts.engine.replay_tail = 0; }, "same as --replay-tail 0");
+  app.add_option("--prefix-cache-snapshots", opts.engine.prefix_cache_snapshots,
+                 "prefix cache: window snapshots kept (default: 2 x --max-num-seqs)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag_callback(
+      "--no-prefix-cache", [&opts] { opts.engine.prefix_cache_snapshots = 0; },
+      "turn prefix caching off (same as --prefix-cache-snapshots 0)");
 }
 
 }  // namespace di::cli

@@ -29,44 +29,99 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-// StateBudget over the model's StatePool: one SequenceState per admitted request.
+// StateBudget over the model's StatePool: one SequenceState per admitted request, restored from
+// the prefix cache when it holds a prefix of the request's tokens.
 class Engine::PoolBudget : public StateBudget {
  public:
-  explicit PoolBudget(model::StatePool& pool) : pool_(pool) {}
+  PoolBudget(model::StatePool& pool, PrefixCache* cache, int64_t replay_tail)
+      : pool_(pool), cache_(cache), replay_tail_(replay_tail) {}
 
-  bool try_admit(RequestId id) override {
-    auto seq = pool_.create_sequence();
-    if (!seq) return false;
-    states_.emplace(id, std::move(seq).value());
+  bool try_admit(Sequence& seq) override {
+    auto created = pool_.create_sequence();
+    if (!created) return false;
+    Live& live = states_[seq.id];
+    live.state = std::move(created).value();
+    live.cursor = PrefixCursor{};
+    seq.chunk_ends.clear();
+    if (!cache_) return true;
+    const int64_t len = static_cast<int64_t>(seq.tokens.size());
+    // At least one token is computed (its logits sample), and with bounded replay nothing at or
+    // after the replay point is restored (see prefix_cache.h).
+    int64_t limit = len - 1;
+    if (replay_tail_ > 0) limit = std::min(limit, replay_from(seq));
+    seq.num_computed = cache_->restore(seq.tokens, limit, replay_tail_ > 0, live.state);
+    // Snapshot points: the last one a later hit on this prompt may use, and power-of-two
+    // multiples of the block below it (shared system prompts, few-shot headers).
+    const int64_t block = cache_->block_tokens();
+    const int64_t last = limit / block * block;
+    for (int64_t p = block; p < last; p *= 2) {
+      if (p > seq.num_computed) seq.chunk_ends.push_back(p);
+    }
+    if (last > seq.num_computed) seq.chunk_ends.push_back(last);
     return true;
   }
   bool try_reserve(RequestId id, int64_t num_tokens) override {
     // Reserving here (forward's own reserve then finds the pages present) is what lets the
-    // scheduler react to a full pool before the forward instead of failing inside it.
-    return pool_.reserve(states_.at(id), num_tokens).ok();
+    // scheduler react to a full pool before the forward instead of failing inside it. Cached
+    // blocks only the cache holds are given up first.
+    model::SequenceState& seq = states_.at(id).state;
+    while (!pool_.reserve(seq, num_tokens).ok()) {
+      if (!cache_ || !cache_->evict_one()) return false;
+    }
+    return true;
   }
   void release(RequestId id) override {
     auto it = states_.find(id);
     if (it == states_.end()) return;
-    pool_.release_sequence(it->second);
+    pool_.release_sequence(it->second.state);
     states_.erase(it);
   }
-  model::SequenceState& state(RequestId id) { return states_.at(id); }
+  model::SequenceState& state(RequestId id) { return states_.at(id).state; }
+
+  // After a forward: publishes `seq`'s new whole blocks and takes the snapshots it is due.
+  void publish(const Sequence& seq) {
+    if (!cache_) return;
+    Live& live = states_.at(seq.id);
+    const int64_t end = live.state.num_tokens;
+    const bool prefill_point =
+        std::binary_search(seq.chunk_ends.begin(), seq.chunk_ends.end(), end);
+    // Decode: the newest boundary of each generating sequence (multi-turn chat hits it).
+    const bool decode_point = end >= seq.num_prompt_tokens && end % cache_->block_tokens() == 0;
+    cache_->publish(seq.tokens, live.state, live.cursor, prefill_point || decode_point,
+                    decode_point && !prefill_point);
+  }
+
+  int64_t replay_from(const Sequence& seq) const {
+    return std::max<int64_t>(0, seq.num_prompt_tokens - replay_tail_);
+  }
 
  private:
+  struct Live {
+    model::SequenceState state;
+    PrefixCursor cursor;
+  };
   model::StatePool& pool_;
-  std::map<RequestId, model::SequenceState> states_;  // node-based: stable addresses
+  PrefixCache* cache_;
+  int64_t replay_tail_;
+  std::map<RequestId, Live> states_;  // node-based: stable addresses
 };
 
 Expected<std::unique_ptr<Engine>> Engine::create(model::Model& model, const EngineOptions& opts) {
   if (opts.max_num_batched_tokens <= 0) {
     return invalid_argument("--max-num-batched-tokens must be > 0");
   }
-  DI_ASSIGN_OR_RETURN(MemoryPlan plan, plan_state_pool(model.config(), opts.kv_cache_bytes,
-                                                       opts.max_num_seqs, opts.entries_per_page));
+  if (opts.prefix_cache_snapshots < -1) {
+    return invalid_argument("--prefix-cache-snapshots must be >= 0 (0: prefix caching off)");
+  }
+  const int snapshots =
+      opts.prefix_cache_snapshots >= 0 ? opts.prefix_cache_snapshots : 2 * opts.max_num_seqs;
+  DI_ASSIGN_OR_RETURN(MemoryPlan plan,
+                      plan_state_pool(model.config(), opts.kv_cache_bytes, opts.max_num_seqs,
+                                      opts.entries_per_page, snapshots));
   DI_ASSIGN_OR_RETURN(model::StatePool pool, model::StatePool::create(model.config(), plan.pool));
-  if (pool.bytes() > opts.kv_cache_bytes) {
-    return internal_error("state pool plan exceeds its budget: " + std::to_string(pool.bytes()));
+  if (pool.bytes() + plan.snapshot_bytes > opts.kv_cache_bytes) {
+    return internal_error("state pool plan exceeds its budget: " +
+                          std::to_string(pool.bytes() + plan.snapshot_bytes));
   }
   return std::unique_ptr<Engine>(new Engine(model, opts, plan, std::move(pool)));
 }
@@ -79,7 +134,10 @@ Engine::Engine(model::Model& model, EngineOptions opts, MemoryPlan plan, model::
                        : model.config().window_size + model.config().dspark_block_size),
       plan_(plan),
       pool_(std::make_unique<model::StatePool>(std::move(pool))),
-      budget_(std::make_unique<PoolBudget>(*pool_)),
+      prefix_cache_(plan_.num_snapshots > 0
+                        ? std::make_unique<PrefixCache>(*pool_, plan_.num_snapshots)
+                        : nullptr),
+      budget_(std::make_unique<PoolBudget>(*pool_, prefix_cache_.get(), replay_tail_)),
       scheduler_(std::make_unique<Scheduler>(
           SchedulerOptions{opts.max_num_seqs, opts.max_num_batched_tokens}, *budget_)) {}
 
@@ -111,13 +169,32 @@ Status Engine::add_request(Request r) {
   seq.tokens = r.prompt;
   seq.tokens.reserve(static_cast<size_t>(total));
   seq.num_prompt_tokens = static_cast<int64_t>(r.prompt.size());
-  scheduler_->add(std::move(seq));
+  const RequestId leader = r.share_prompt_with;
+  if (prefix_cache_ && leader >= 0 && requests_.contains(leader) &&
+      requests_.at(leader).prompt == r.prompt) {
+    deferred_.emplace(r.id, std::move(seq));
+  } else {
+    scheduler_->add(std::move(seq));
+  }
   requests_.emplace(r.id, std::move(r));
   return Status();
 }
 
+void Engine::admit_deferred() {
+  for (auto it = deferred_.begin(); it != deferred_.end();) {
+    const Sequence* leader = scheduler_->find(requests_.at(it->first).share_prompt_with);
+    if (leader && leader->num_computed < leader->num_prompt_tokens) {
+      ++it;
+      continue;
+    }
+    scheduler_->add(std::move(it->second));
+    it = deferred_.erase(it);
+  }
+}
+
 bool Engine::abort_request(RequestId id) {
   requests_.erase(id);
+  if (deferred_.erase(id) > 0) return true;
   return scheduler_->remove(id);
 }
 
@@ -148,12 +225,21 @@ std::vector<RequestUpdate> Engine::step() {
   std::vector<RequestUpdate> updates;
   auto t0 = std::chrono::steady_clock::now();
   apply_inbox(updates);
+  admit_deferred();
   StepPlan plan = scheduler_->schedule();
   stats_.num_preemptions += static_cast<int64_t>(plan.preempted.size());
   fail_requests(plan.failed, "the request does not fit the state pool", updates);
   stats_.schedule_s += seconds_since(t0);
   if (!plan.chunks.empty()) run_plan(plan, updates);
   return updates;
+}
+
+void Engine::publish_prefixes(const StepPlan& plan) {
+  for (const ScheduledChunk& c : plan.chunks) budget_->publish(*c.seq);
+  if (prefix_cache_) {
+    stats_.prefix_cache_query_tokens = prefix_cache_->stats().query_tokens;
+    stats_.prefix_cache_hit_tokens = prefix_cache_->stats().hit_tokens;
+  }
 }
 
 void Engine::run_plan(const StepPlan& plan, std::vector<RequestUpdate>& updates) {
@@ -164,10 +250,9 @@ void Engine::run_plan(const StepPlan& plan, std::vector<RequestUpdate>& updates)
   int64_t row = 0;
   for (const ScheduledChunk& c : plan.chunks) {
     const auto first = c.seq->tokens.begin() + c.begin;
-    const int64_t replay_from = std::max<int64_t>(0, c.seq->num_prompt_tokens - replay_tail_);
     ctx.chunks.push_back({&budget_->state(c.seq->id),
                           {first, first + c.num_tokens},
-                          replay_tail_ > 0 ? replay_from : 0});
+                          replay_tail_ > 0 ? budget_->replay_from(*c.seq) : 0});
     row += c.num_tokens;
     if (c.samples) logits_rows_.push_back(row - 1);
     if (!c.samples || c.num_tokens > 1) stats_.num_prefill_tokens += c.num_tokens;
@@ -187,6 +272,7 @@ void Engine::run_plan(const StepPlan& plan, std::vector<RequestUpdate>& updates)
   stats_.num_steps++;
   t0 = std::chrono::steady_clock::now();
   scheduler_->on_step_done(plan);
+  publish_prefixes(plan);
   const int64_t V = model_.config().vocab_size;
   size_t k = 0;
   for (const ScheduledChunk& c : plan.chunks) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/memory_plan.h"
+#include "engine/prefix_cache.h"
 #include "engine/queue.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
@@ -32,6 +33,8 @@ struct EngineOptions {
   // 0: exact full prefill. The replay point depends on the prompt alone, so a request's tokens do
   // not depend on batching, chunking or preemption.
   int64_t replay_tail = -1;
+  // Prefix caching (engine/prefix_cache.h): window snapshots kept; -1: 2 * max_num_seqs; 0: off.
+  int prefix_cache_snapshots = -1;
 };
 
 // Wall time per phase, summed over steps.
@@ -40,6 +43,8 @@ struct EngineStats {
   int64_t num_prefill_tokens = 0;  // prompt (and recompute) tokens fed to the model
   int64_t num_generated_tokens = 0;
   int64_t num_preemptions = 0;
+  int64_t prefix_cache_query_tokens = 0;  // tokens of admitted sequences looked up
+  int64_t prefix_cache_hit_tokens = 0;    // of which restored from the prefix cache
   double schedule_s = 0;
   double forward_s = 0;
   double sample_s = 0;
@@ -66,11 +71,17 @@ class Engine {
 
   // Owner thread. One scheduling step; an empty result when there is nothing to do.
   std::vector<RequestUpdate> step();
-  bool has_unfinished() const { return !scheduler_->empty() || !inbox_.empty(); }
+  bool has_unfinished() const {
+    return !scheduler_->empty() || !inbox_.empty() || !deferred_.empty();
+  }
 
   const MemoryPlan& memory_plan() const { return plan_; }
   int64_t state_bytes() const { return pool_->bytes(); }
   const EngineStats& stats() const { return stats_; }
+  // Null when prefix caching is off.
+  const PrefixCache* prefix_cache() const { return prefix_cache_.get(); }
+  size_t num_running() const { return scheduler_->num_running(); }
+  size_t num_waiting() const { return scheduler_->num_waiting(); }
   const model::ModelConfig& config() const { return model_.config(); }
 
  private:
@@ -80,6 +91,8 @@ class Engine {
   Engine(model::Model& model, EngineOptions opts, MemoryPlan plan, model::StatePool pool);
   void apply_inbox(std::vector<RequestUpdate>& updates);
   void run_plan(const StepPlan& plan, std::vector<RequestUpdate>& updates);
+  void publish_prefixes(const StepPlan& plan);
+  void admit_deferred();
   void fail_requests(const std::vector<RequestId>& ids,
                      const std::string& why,
                      std::vector<RequestUpdate>& updates);
@@ -89,9 +102,12 @@ class Engine {
   int64_t replay_tail_ = 0;  // resolved EngineOptions::replay_tail
   MemoryPlan plan_;
   std::unique_ptr<model::StatePool> pool_;
+  std::unique_ptr<PrefixCache> prefix_cache_;
   std::unique_ptr<PoolBudget> budget_;
   std::unique_ptr<Scheduler> scheduler_;
   std::map<RequestId, Request> requests_;  // live requests: sampling parameters, limits
+  // Requests waiting for another with the same prompt to prefill it (Request::share_prompt_with).
+  std::map<RequestId, Sequence> deferred_;
   Sampler sampler_;
   Queue<Message> inbox_;
   EngineStats stats_;

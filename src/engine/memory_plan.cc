@@ -8,9 +8,11 @@ namespace di::engine {
 Expected<MemoryPlan> plan_state_pool(const model::ModelConfig& config,
                                      int64_t budget_bytes,
                                      int max_num_seqs,
-                                     int entries_per_page) {
+                                     int entries_per_page,
+                                     int num_snapshots) {
   if (max_num_seqs <= 0) return invalid_argument("--max-num-seqs must be > 0");
   if (entries_per_page <= 0) return invalid_argument("entries_per_page must be > 0");
+  if (num_snapshots < 0) return invalid_argument("--prefix-cache-snapshots must be >= 0");
   constexpr int64_t kFloat = 4;
   MemoryPlan plan;
   const int64_t window =
@@ -29,7 +31,10 @@ Expected<MemoryPlan> plan_state_pool(const model::ModelConfig& config,
   }
   plan.bytes_per_sequence = window * kFloat + slack_per_seq;
   plan.bytes_per_token = per_token;
-  const int64_t fixed = static_cast<int64_t>(max_num_seqs) * plan.bytes_per_sequence + rounding;
+  plan.num_snapshots = num_snapshots;
+  plan.snapshot_bytes = static_cast<int64_t>(num_snapshots) * window * kFloat;
+  const int64_t fixed =
+      static_cast<int64_t>(max_num_seqs) * plan.bytes_per_sequence + rounding + plan.snapshot_bytes;
   const int64_t min_tokens = static_cast<int64_t>(max_num_seqs) * entries_per_page * max_ratio;
   int64_t tokens = 0;
   if (budget_bytes > fixed) {
@@ -41,8 +46,9 @@ Expected<MemoryPlan> plan_state_pool(const model::ModelConfig& config,
     const int64_t need = fixed + static_cast<int64_t>(static_cast<double>(min_tokens) * per_token);
     return invalid_argument("--kv-cache-bytes " + std::to_string(budget_bytes) +
                             " is too small for " + std::to_string(max_num_seqs) +
-                            " sequences: need at least " + std::to_string(need) +
-                            " bytes (or lower --max-num-seqs)");
+                            " sequences and " + std::to_string(num_snapshots) +
+                            " prefix-cache snapshots: need at least " + std::to_string(need) +
+                            " bytes (or lower --max-num-seqs / --prefix-cache-snapshots)");
   }
   plan.pool.max_sequences = max_num_seqs;
   plan.pool.max_tokens = tokens;
@@ -51,13 +57,14 @@ Expected<MemoryPlan> plan_state_pool(const model::ModelConfig& config,
 }
 
 std::string describe_capacity(const MemoryPlan& plan, int64_t actual_bytes) {
-  char buf[256];
+  char buf[320];
   std::snprintf(buf, sizeof(buf),
                 "state pool: %.1f MiB for %d sequences and %lld tokens (%.1f KiB per sequence, "
-                "%.0f bytes per token)",
-                static_cast<double>(actual_bytes) / (1 << 20), plan.pool.max_sequences,
-                static_cast<long long>(plan.pool.max_tokens),
-                static_cast<double>(plan.bytes_per_sequence) / 1024, plan.bytes_per_token);
+                "%.0f bytes per token); prefix cache: %d window snapshots (%.1f MiB)",
+                static_cast<double>(actual_bytes + plan.snapshot_bytes) / (1 << 20),
+                plan.pool.max_sequences, static_cast<long long>(plan.pool.max_tokens),
+                static_cast<double>(plan.bytes_per_sequence) / 1024, plan.bytes_per_token,
+                plan.num_snapshots, static_cast<double>(plan.snapshot_bytes) / (1 << 20));
   return buf;
 }
 

@@ -76,9 +76,16 @@ StepPlan Scheduler::schedule() {
   return plan;
 }
 
+int64_t Scheduler::chunk_size(const Sequence& seq, int64_t budget) {
+  int64_t n = std::min(static_cast<int64_t>(seq.tokens.size()) - seq.num_computed, budget);
+  auto next = std::upper_bound(seq.chunk_ends.begin(), seq.chunk_ends.end(), seq.num_computed);
+  if (next != seq.chunk_ends.end()) n = std::min(n, *next - seq.num_computed);
+  return n;
+}
+
 bool Scheduler::schedule_running(Sequence& seq, int64_t& budget, StepPlan& plan) {
   const int64_t remaining = static_cast<int64_t>(seq.tokens.size()) - seq.num_computed;
-  const int64_t n = std::min(remaining, budget);
+  const int64_t n = chunk_size(seq, budget);
   while (!budget_.try_reserve(seq.id, n)) {
     Sequence* victim = running_.back();
     if (victim == &seq) {
@@ -103,11 +110,13 @@ void Scheduler::admit_waiting(int64_t& budget, StepPlan& plan) {
          running_.size() < static_cast<size_t>(options_.max_num_seqs)) {
     auto it = waiting_.begin();
     Sequence& s = seqs_.at(std::get<2>(*it));
-    if (!budget_.try_admit(s.id)) return;
+    if (!budget_.try_admit(s)) return;
     const int64_t len = static_cast<int64_t>(s.tokens.size());
-    const int64_t n = std::min(len, budget);
+    DI_CHECK(s.num_computed < len);
+    const int64_t n = chunk_size(s, budget);
     if (!budget_.try_reserve(s.id, n)) {
       budget_.release(s.id);
+      s.num_computed = 0;
       if (!running_.empty()) return;  // room comes back as running sequences finish
       // The pool is empty and the first chunk still does not fit: it never will.
       plan.failed.push_back(s.id);
@@ -118,7 +127,7 @@ void Scheduler::admit_waiting(int64_t& budget, StepPlan& plan) {
     waiting_.erase(it);
     s.running = true;
     running_.push_back(&s);
-    plan.chunks.push_back({&s, 0, n, n == len});
+    plan.chunks.push_back({&s, s.num_computed, n, s.num_computed + n == len});
     plan.num_tokens += n;
     budget -= n;
   }

@@ -21,12 +21,15 @@
 
 namespace di::engine {
 
+struct Sequence;
+
 // The memory the scheduler asks for; the engine implements it over model::StatePool.
 class StateBudget {
  public:
   virtual ~StateBudget() = default;
-  // Takes a sequence slot for `id`; false when every slot is taken.
-  virtual bool try_admit(RequestId id) = 0;
+  // Takes a sequence slot for `seq`; false when every slot is taken. May restore a cached prefix
+  // (setting seq.num_computed, less than seq.tokens.size()) and set seq.chunk_ends.
+  virtual bool try_admit(Sequence& seq) = 0;
   // Makes room for `num_tokens` more positions of `id`; false, with nothing changed, when full.
   virtual bool try_reserve(RequestId id, int64_t num_tokens) = 0;
   // Frees everything `id` holds (slot and pages). Safe to call for an id holding nothing.
@@ -46,6 +49,9 @@ struct Sequence {
   std::vector<int32_t> tokens;  // prompt, then generated tokens
   int64_t num_prompt_tokens = 0;
   int64_t num_computed = 0;  // leading tokens whose state the model holds
+  // Ascending positions where a prefill chunk must end (the prefix cache snapshots the windows
+  // there); set at admission.
+  std::vector<int64_t> chunk_ends;
   bool running = false;
   int num_preemptions = 0;
 };
@@ -93,6 +99,8 @@ class Scheduler {
   void admit_waiting(int64_t& budget, StepPlan& plan);
   void preempt(Sequence& victim, StepPlan& plan, int64_t& budget);
   void drop(Sequence& seq, StepPlan& plan);
+  // Tokens `seq` may feed now: its remaining tokens, cut at the budget and the next chunk end.
+  static int64_t chunk_size(const Sequence& seq, int64_t budget);
 
   SchedulerOptions options_;
   StateBudget& budget_;

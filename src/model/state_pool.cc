@@ -1,7 +1,11 @@
 #include "model/state_pool.h"
 
 #include <algorithm>
+#include <cstring>
+#include <numeric>
 #include <string>
+
+#include "util/check.h"
 
 namespace di::model {
 
@@ -9,7 +13,8 @@ PagedRowPool::PagedRowPool(int64_t num_pages, int rows_per_page, int width)
     : num_pages_(num_pages),
       rows_per_page_(rows_per_page),
       width_(width),
-      data_(static_cast<size_t>(num_pages * rows_per_page * width), 0.0f) {
+      data_(static_cast<size_t>(num_pages * rows_per_page * width), 0.0f),
+      refs_(static_cast<size_t>(num_pages), 0) {
   free_.reserve(static_cast<size_t>(num_pages));
   for (int64_t p = num_pages - 1; p >= 0; --p) free_.push_back(static_cast<int32_t>(p));
 }
@@ -18,11 +23,13 @@ std::optional<int32_t> PagedRowPool::allocate_page() {
   if (free_.empty()) return std::nullopt;
   int32_t p = free_.back();
   free_.pop_back();
+  refs_[static_cast<size_t>(p)] = 1;
   return p;
 }
 
-void PagedRowPool::free_page(int32_t page) {
-  free_.push_back(page);
+void PagedRowPool::release_page(int32_t page) {
+  DI_CHECK(refs_[static_cast<size_t>(page)] > 0);
+  if (--refs_[static_cast<size_t>(page)] == 0) free_.push_back(page);
 }
 
 Expected<StatePool> StatePool::create(const ModelConfig& config, const StatePoolOptions& options) {
@@ -72,10 +79,7 @@ Expected<SequenceState> StatePool::create_sequence() {
 void StatePool::release_sequence(SequenceState& seq) {
   if (seq.slot < 0) return;
   for (size_t i = 0; i < seq.streams.size(); ++i) {
-    for (int32_t p : seq.streams[i].pages) {
-      compressed_kv_[i].free_page(p);
-      index_keys_[i].free_page(p);
-    }
+    for (int32_t p : seq.streams[i].pages) release_page(static_cast<int>(i), p);
     seq.streams[i].pages.clear();
   }
   free_slots_.push_back(seq.slot);
@@ -125,6 +129,67 @@ float* StatePool::compressed_kv_row(SequenceState& seq, int stream, int64_t entr
 float* StatePool::index_key_row(SequenceState& seq, int stream, int64_t entry) {
   const int64_t per = options_.entries_per_page;
   return index_keys_[stream].row(seq.streams[stream].pages[entry / per], entry % per);
+}
+
+void StatePool::release_page(int stream, int32_t page) {
+  compressed_kv_[stream].release_page(page);
+  // The index-key pool allocates in lockstep and keeps its count at 1 until the page is free.
+  if (compressed_kv_[stream].page_refs(page) == 0) index_keys_[stream].release_page(page);
+}
+
+int64_t StatePool::prefix_alignment() const {
+  int64_t ratios = 1;
+  for (int layer : config_.kv_source_layers) {
+    ratios = std::lcm(ratios, static_cast<int64_t>(config_.compress_ratios[layer]));
+  }
+  return ratios * options_.entries_per_page;
+}
+
+std::vector<int32_t> StatePool::prefix_pages(const SequenceState& seq,
+                                             int stream,
+                                             int64_t begin,
+                                             int64_t end) const {
+  const int64_t ratio = config_.compress_ratios[config_.kv_source_layers[stream]];
+  const int64_t per = options_.entries_per_page;
+  const auto& pages = seq.streams[static_cast<size_t>(stream)].pages;
+  return {pages.begin() + begin / ratio / per, pages.begin() + end / ratio / per};
+}
+
+Status StatePool::adopt_prefix(SequenceState& seq,
+                               const std::vector<std::vector<int32_t>>& pages,
+                               int64_t num_tokens) {
+  if (seq.num_tokens != 0 || num_tokens % prefix_alignment() != 0 ||
+      pages.size() != seq.streams.size()) {
+    return invalid_argument("adopt_prefix: needs a fresh sequence and an aligned prefix");
+  }
+  for (size_t i = 0; i < pages.size(); ++i) {
+    const int64_t ratio = config_.compress_ratios[config_.kv_source_layers[i]];
+    if (static_cast<int64_t>(pages[i].size()) * options_.entries_per_page * ratio != num_tokens) {
+      return invalid_argument("adopt_prefix: page count does not cover the prefix");
+    }
+  }
+  for (size_t i = 0; i < pages.size(); ++i) {
+    const int64_t ratio = config_.compress_ratios[config_.kv_source_layers[i]];
+    for (int32_t p : pages[i]) retain_page(static_cast<int>(i), p);
+    seq.streams[i].pages = pages[i];
+    seq.streams[i].num_entries = num_tokens / ratio;
+  }
+  seq.num_tokens = num_tokens;
+  return Status();
+}
+
+int64_t StatePool::window_floats() const {
+  return static_cast<int64_t>(num_ring_layers_) * config_.window_size * config_.head_dim;
+}
+
+void StatePool::save_windows(const SequenceState& seq, float* dst) const {
+  std::memcpy(dst, windows_.data() + seq.slot * window_floats(),
+              static_cast<size_t>(window_floats()) * sizeof(float));
+}
+
+void StatePool::load_windows(const SequenceState& seq, const float* src) {
+  std::memcpy(windows_.data() + seq.slot * window_floats(), src,
+              static_cast<size_t>(window_floats()) * sizeof(float));
 }
 
 int StatePool::stream_of_layer(int kv_source_layer) const {

@@ -15,13 +15,17 @@
 
 namespace di::model {
 
-// Rows of `width` floats in pages of `rows_per_page`, with a free list.
+// Rows of `width` floats in pages of `rows_per_page`, with a free list. Pages are reference
+// counted so that the prefix cache and several sequences can share a cached prefix's pages: a
+// page returns to the free list when its last holder releases it.
 class PagedRowPool {
  public:
   PagedRowPool() = default;
   PagedRowPool(int64_t num_pages, int rows_per_page, int width);
-  std::optional<int32_t> allocate_page();
-  void free_page(int32_t page);
+  std::optional<int32_t> allocate_page();  // reference count 1
+  void retain_page(int32_t page) { ++refs_[static_cast<size_t>(page)]; }
+  void release_page(int32_t page);
+  int32_t page_refs(int32_t page) const { return refs_[static_cast<size_t>(page)]; }
   float* row(int32_t page, int64_t offset) {
     return data_.data() + (static_cast<int64_t>(page) * rows_per_page_ + offset) * width_;
   }
@@ -35,6 +39,7 @@ class PagedRowPool {
   int width_ = 0;
   std::vector<float> data_;
   std::vector<int32_t> free_;
+  std::vector<int32_t> refs_;
 };
 
 // One KV source layer's compressed entries for one sequence.
@@ -72,6 +77,32 @@ class StatePool {
   void release_sequence(SequenceState& seq);
   // Allocates the pages `new_tokens` more positions need; nothing changes on failure.
   Status reserve(SequenceState& seq, int64_t new_tokens);
+
+  // Prefix sharing (engine/prefix_cache.h). A prefix is shared at multiples of
+  // prefix_alignment() tokens, where every stream's entries end on a page boundary and no
+  // compressor group is pending, so the shared pages are never written again.
+  int64_t prefix_alignment() const;
+  // Page ids of stream `stream` covering entries of positions [begin, end) (aligned bounds).
+  std::vector<int32_t> prefix_pages(const SequenceState& seq,
+                                    int stream,
+                                    int64_t begin,
+                                    int64_t end) const;
+  void retain_page(int stream, int32_t page) { compressed_kv_[stream].retain_page(page); }
+  void release_page(int stream, int32_t page);
+  int32_t page_refs(int stream, int32_t page) const {
+    return compressed_kv_[stream].page_refs(page);
+  }
+  // Makes the fresh sequence `seq` hold the first `num_tokens` (aligned) positions' pages
+  // `pages[stream]` (retained) with its position at `num_tokens`; windows and carry state come
+  // from a snapshot (load_windows) or are the caller's business.
+  Status adopt_prefix(SequenceState& seq,
+                      const std::vector<std::vector<int32_t>>& pages,
+                      int64_t num_tokens);
+  // The window rings of one sequence slot (all layers) as one block of window_floats() floats.
+  int64_t window_floats() const;
+  void save_windows(const SequenceState& seq, float* dst) const;
+  void load_windows(const SequenceState& seq, const float* src);
+  int num_streams() const { return static_cast<int>(compressed_kv_.size()); }
 
   float* window_row(const SequenceState& seq, int layer, int64_t position);
   float* compressed_kv_row(SequenceState& seq, int stream, int64_t entry);

@@ -14,7 +14,8 @@ namespace {
 class FakeBudget : public StateBudget {
  public:
   FakeBudget(int slots, int64_t tokens) : slots_(slots), tokens_(tokens) {}
-  bool try_admit(RequestId id) override {
+  bool try_admit(Sequence& seq) override {
+    const RequestId id = seq.id;
     if (static_cast<int>(held_.size()) >= slots_) return false;
     held_[id] = 0;
     return true;
