@@ -87,6 +87,13 @@ int run_bench_offline_command(int argc, char** argv) {
   std::printf("%.3f s: %.2f requests/s, %.1f input tokens/s, %.1f output tokens/s\n", s,
               num_prompts * turns / s, static_cast<double>(in_tokens) / s,
               static_cast<double>(out_tokens) / s);
+  if (opts.engine.async_scheduling) {
+    std::printf(
+        "async scheduling: caller work %.3f ms/step, %.1f%% of it hidden behind the forward; "
+        "step() waited %.3f ms/step\n",
+        1e3 * st.caller_s / steps, 100.0 * st.overlapped_s / std::max(1e-12, st.caller_s),
+        1e3 * st.wait_s / steps);
+  }
   if (const auto* cache = engine.prefix_cache()) {
     const auto& pc = cache->stats();
     std::printf(

@@ -22,6 +22,9 @@ inline void add_engine_flags(CLI::App& app, api::LLMOptions& opts) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_flag_callback(
       "--exact-prefill", [&opts] { opts.engine.replay_tail = 0; }, "same as --replay-tail 0");
+  app.add_flag_callback(
+      "--no-async-scheduling", [&opts] { opts.engine.async_scheduling = false; },
+      "run each forward on the calling thread instead of overlapping it with the caller's work");
   app.add_option("--prefix-cache-snapshots", opts.engine.prefix_cache_snapshots,
                  "prefix cache: window snapshots kept (default: 2 x --max-num-seqs)")
       ->check(CLI::NonNegativeNumber);

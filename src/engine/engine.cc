@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 #include "util/check.h"
 
@@ -28,6 +29,12 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 }  // namespace
+
+struct Engine::InFlight {
+  StepPlan plan;
+  std::future<Status> done;
+  std::chrono::steady_clock::time_point launched;
+};
 
 // StateBudget over the model's StatePool: one SequenceState per admitted request, restored from
 // the prefix cache when it holds a prefix of the request's tokens.
@@ -193,6 +200,13 @@ void Engine::admit_deferred() {
 }
 
 bool Engine::abort_request(RequestId id) {
+  if (inflight_) {
+    for (const ScheduledChunk& c : inflight_->plan.chunks) {
+      if (c.seq->id != id) continue;
+      late_finishes_.push_back(id);  // freed once the forward using its state returns
+      return true;
+    }
+  }
   requests_.erase(id);
   if (deferred_.erase(id) > 0) return true;
   return scheduler_->remove(id);
@@ -221,19 +235,6 @@ void Engine::fail_requests(const std::vector<RequestId>& ids,
   }
 }
 
-std::vector<RequestUpdate> Engine::step() {
-  std::vector<RequestUpdate> updates;
-  auto t0 = std::chrono::steady_clock::now();
-  apply_inbox(updates);
-  admit_deferred();
-  StepPlan plan = scheduler_->schedule();
-  stats_.num_preemptions += static_cast<int64_t>(plan.preempted.size());
-  fail_requests(plan.failed, "the request does not fit the state pool", updates);
-  stats_.schedule_s += seconds_since(t0);
-  if (!plan.chunks.empty()) run_plan(plan, updates);
-  return updates;
-}
-
 void Engine::publish_prefixes(const StepPlan& plan) {
   for (const ScheduledChunk& c : plan.chunks) budget_->publish(*c.seq);
   if (prefix_cache_) {
@@ -242,25 +243,75 @@ void Engine::publish_prefixes(const StepPlan& plan) {
   }
 }
 
-void Engine::run_plan(const StepPlan& plan, std::vector<RequestUpdate>& updates) {
+std::vector<RequestUpdate> Engine::step() {
+  std::vector<RequestUpdate> updates;
+  if (inflight_) wait_inflight(updates);
   auto t0 = std::chrono::steady_clock::now();
-  model::ForwardContext ctx;
-  ctx.pool = pool_.get();
+  apply_inbox(updates);
+  admit_deferred();
+  StepPlan plan = scheduler_->schedule();
+  stats_.num_preemptions += static_cast<int64_t>(plan.preempted.size());
+  fail_requests(plan.failed, "the request does not fit the state pool", updates);
+  stats_.schedule_s += seconds_since(t0);
+  if (plan.chunks.empty()) return updates;
+  prepare_forward(plan);
+  if (!opts_.async_scheduling) {
+    t0 = std::chrono::steady_clock::now();
+    Status s = model_.forward(ctx_, logits_rows_, logits_);
+    stats_.forward_s += seconds_since(t0);
+    complete_step(plan, s, updates);
+    return updates;
+  }
+  // The worker only touches the model, the state pool and ctx_ (which views the planned
+  // sequences' token vectors); until wait_inflight() the owner thread leaves those alone:
+  // abort_request() defers, add_request() only queues new sequences.
+  inflight_ = std::make_unique<InFlight>();
+  inflight_->plan = std::move(plan);
+  inflight_->launched = std::chrono::steady_clock::now();
+  inflight_->done = std::async(std::launch::async, [this]() noexcept {
+    auto t = std::chrono::steady_clock::now();
+    Status s = model_.forward(ctx_, logits_rows_, logits_);
+    forward_seconds_ = seconds_since(t);
+    return s;
+  });
+  return updates;
+}
+
+void Engine::wait_inflight(std::vector<RequestUpdate>& updates) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const double since_launch = std::chrono::duration<double>(t0 - inflight_->launched).count();
+  Status s = inflight_->done.get();
+  stats_.wait_s += seconds_since(t0);
+  stats_.forward_s += forward_seconds_;
+  stats_.caller_s += since_launch;
+  stats_.overlapped_s += std::min(since_launch, forward_seconds_);
+  std::unique_ptr<InFlight> done = std::move(inflight_);
+  complete_step(done->plan, s, updates);
+  for (RequestId id : late_finishes_) abort_request(id);
+  late_finishes_.clear();
+}
+
+void Engine::prepare_forward(const StepPlan& plan) {
+  auto t0 = std::chrono::steady_clock::now();
+  ctx_ = model::ForwardContext();
+  ctx_.pool = pool_.get();
   logits_rows_.clear();
   int64_t row = 0;
   for (const ScheduledChunk& c : plan.chunks) {
     const auto first = c.seq->tokens.begin() + c.begin;
-    ctx.chunks.push_back({&budget_->state(c.seq->id),
-                          {first, first + c.num_tokens},
-                          replay_tail_ > 0 ? budget_->replay_from(*c.seq) : 0});
+    ctx_.chunks.push_back({&budget_->state(c.seq->id),
+                           {first, first + c.num_tokens},
+                           replay_tail_ > 0 ? budget_->replay_from(*c.seq) : 0});
     row += c.num_tokens;
     if (c.samples) logits_rows_.push_back(row - 1);
     if (!c.samples || c.num_tokens > 1) stats_.num_prefill_tokens += c.num_tokens;
   }
   stats_.schedule_s += seconds_since(t0);
-  t0 = std::chrono::steady_clock::now();
-  Status s = model_.forward(ctx, logits_rows_, logits_);
-  stats_.forward_s += seconds_since(t0);
+}
+
+void Engine::complete_step(const StepPlan& plan,
+                           const Status& s,
+                           std::vector<RequestUpdate>& updates) {
   if (!s.ok()) {
     // The plan only holds validated tokens and reserved pages, so this is a model failure; the
     // requests in it cannot continue, the others can.
@@ -270,7 +321,7 @@ void Engine::run_plan(const StepPlan& plan, std::vector<RequestUpdate>& updates)
     return;
   }
   stats_.num_steps++;
-  t0 = std::chrono::steady_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
   scheduler_->on_step_done(plan);
   publish_prefixes(plan);
   const int64_t V = model_.config().vocab_size;
@@ -278,9 +329,13 @@ void Engine::run_plan(const StepPlan& plan, std::vector<RequestUpdate>& updates)
   for (const ScheduledChunk& c : plan.chunks) {
     if (!c.samples) continue;
     Sequence& seq = *c.seq;
-    const Request& req = requests_.at(seq.id);
     std::span<float> row_logits(logits_.data() + static_cast<int64_t>(k++) * V,
                                 static_cast<size_t>(V));
+    // Finished by the caller while this forward ran: its token is not wanted.
+    if (std::find(late_finishes_.begin(), late_finishes_.end(), seq.id) != late_finishes_.end()) {
+      continue;
+    }
+    const Request& req = requests_.at(seq.id);
     const std::span<const int32_t> all(seq.tokens);
     const size_t np = static_cast<size_t>(seq.num_prompt_tokens);
     // The position of the new token keys the RNG: the same after a preemption's recompute.

@@ -5,11 +5,19 @@
 //
 // Threading: one owner thread calls every method except submit() and cancel(), which any thread
 // may call; they go through engine/queue.h and take effect at the start of the next step.
+//
+// Asynchronous scheduling (EngineOptions::async_scheduling, issue #4 item 2): step() samples the
+// forward launched by the previous call, schedules and launches the next forward on a worker
+// thread, and returns the finished step's updates while that forward runs, so the caller's work
+// on them (detokenization, stop strings, streaming, result files) overlaps the forward. A
+// request finished by the caller while its next forward runs has that step's token dropped;
+// its state is freed when the forward returns. Tokens are the same with and without it.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -35,6 +43,7 @@ struct EngineOptions {
   int64_t replay_tail = -1;
   // Prefix caching (engine/prefix_cache.h): window snapshots kept; -1: 2 * max_num_seqs; 0: off.
   int prefix_cache_snapshots = -1;
+  bool async_scheduling = true;
 };
 
 // Wall time per phase, summed over steps.
@@ -48,6 +57,11 @@ struct EngineStats {
   double schedule_s = 0;
   double forward_s = 0;
   double sample_s = 0;
+  // Asynchronous scheduling: the caller's time between a launch and the next step() (its work on
+  // the updates), the part of it hidden behind the forward, and the time step() then waited.
+  double caller_s = 0;
+  double overlapped_s = 0;
+  double wait_s = 0;
 };
 
 class Engine {
@@ -72,7 +86,7 @@ class Engine {
   // Owner thread. One scheduling step; an empty result when there is nothing to do.
   std::vector<RequestUpdate> step();
   bool has_unfinished() const {
-    return !scheduler_->empty() || !inbox_.empty() || !deferred_.empty();
+    return !scheduler_->empty() || !inbox_.empty() || !deferred_.empty() || inflight_ != nullptr;
   }
 
   const MemoryPlan& memory_plan() const { return plan_; }
@@ -90,7 +104,12 @@ class Engine {
 
   Engine(model::Model& model, EngineOptions opts, MemoryPlan plan, model::StatePool pool);
   void apply_inbox(std::vector<RequestUpdate>& updates);
-  void run_plan(const StepPlan& plan, std::vector<RequestUpdate>& updates);
+  struct InFlight;
+  // Builds the forward's inputs for `plan` into ctx_ / logits_rows_.
+  void prepare_forward(const StepPlan& plan);
+  // After the forward of `plan` returned `s`: bookkeeping, prefix publishing, sampling.
+  void complete_step(const StepPlan& plan, const Status& s, std::vector<RequestUpdate>& updates);
+  void wait_inflight(std::vector<RequestUpdate>& updates);
   void publish_prefixes(const StepPlan& plan);
   void admit_deferred();
   void fail_requests(const std::vector<RequestId>& ids,
@@ -111,6 +130,10 @@ class Engine {
   Sampler sampler_;
   Queue<Message> inbox_;
   EngineStats stats_;
+  std::unique_ptr<InFlight> inflight_;    // the forward running on the worker thread, if any
+  std::vector<RequestId> late_finishes_;  // finished by the caller while their forward ran
+  model::ForwardContext ctx_;
+  double forward_seconds_ = 0;  // written by the worker, read after its future is ready
   // Reused across steps so a decode step allocates nothing here once warm.
   std::vector<int64_t> logits_rows_;
   std::vector<float> logits_;

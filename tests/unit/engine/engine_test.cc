@@ -51,24 +51,46 @@ TEST_F(EngineTest, PreemptionUnderATinyBudgetCompletesWithTheSameTokens) {
 }
 
 TEST_F(EngineTest, CancellationFreesAllState) {
-  auto e = make({4, 16, 8 << 20, 16});
-  auto reqs = random_requests(4, 8, false);
-  for (auto& r : reqs) {
-    r.max_tokens = 20;
-    ASSERT_TRUE(e->add_request(r).ok());
+  for (const bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async scheduling" : "sync");
+    EngineOptions o{4, 16, 8 << 20, 16};
+    o.async_scheduling = async;
+    auto e = make(o);
+    auto reqs = random_requests(4, 8, false);
+    for (auto& r : reqs) {
+      r.max_tokens = 20;
+      ASSERT_TRUE(e->add_request(r).ok());
+    }
+    e->step();  // some are mid-prefill, some running (async: that forward is still running)
+    e->cancel(0);
+    EXPECT_TRUE(e->abort_request(1));
+    bool saw_cancel = false;
+    for (const auto& u : e->step()) {
+      saw_cancel |= u.id == 0 && u.finish == FinishReason::kCancelled;
+      EXPECT_TRUE(u.id != 1 || u.new_tokens.empty()) << "a token after abort";
+    }
+    EXPECT_TRUE(saw_cancel);
+    EXPECT_TRUE(e->abort_request(2));
+    EXPECT_TRUE(e->abort_request(3));
+    // Async: a forward using 2 and 3 may still run; the next step frees them and reports nothing.
+    for (const auto& u : e->step()) EXPECT_TRUE(u.new_tokens.empty()) << "request " << u.id;
+    EXPECT_FALSE(e->has_unfinished());
+    // All four slots and all pages are free again: four max-length requests run to the end.
+    for (auto& r : reqs) r.id += 10;
+    EXPECT_EQ(run(*e, reqs).size(), 4u);
   }
-  e->step();  // some are mid-prefill, some running
-  e->cancel(0);
-  EXPECT_TRUE(e->abort_request(1));
-  bool saw_cancel = false;
-  for (const auto& u : e->step()) saw_cancel |= u.id == 0 && u.finish == FinishReason::kCancelled;
-  EXPECT_TRUE(saw_cancel);
-  EXPECT_TRUE(e->abort_request(2));
-  EXPECT_TRUE(e->abort_request(3));
-  EXPECT_FALSE(e->has_unfinished());
-  // All four slots and all pages are free again: four max-length requests run to the end.
-  for (auto& r : reqs) r.id += 10;
-  EXPECT_EQ(run(*e, reqs).size(), 4u);
+}
+
+TEST_F(EngineTest, AsyncSchedulingGivesTheSameTokensAndOverlapsTheCaller) {
+  const auto reqs = random_requests(24, 9, /*sampled=*/true);
+  EngineOptions o{8, 48, 16 << 20, 16};
+  o.async_scheduling = false;
+  auto sync = make(o);
+  o.async_scheduling = true;
+  auto async = make(o);
+  EXPECT_EQ(run(*async, reqs), run(*sync, reqs));
+  EXPECT_GT(async->stats().overlapped_s, 0.0);
+  EXPECT_EQ(sync->stats().overlapped_s, 0.0);
 }
 
 TEST_F(EngineTest, RejectsBadRequestsAsValues) {
