@@ -25,8 +25,10 @@ inline void add_engine_flags(CLI::App& app, api::LLMOptions& opts) {
   app.add_flag_callback(
       "--no-async-scheduling", [&opts] { opts.engine.async_scheduling = false; },
       "run each forward on the calling thread instead of overlapping it with the caller's work");
-  app.add_option("--prefix-cache-snapshots", opts.engine.prefix_cache_snapshots,
-                 "prefix cache: window snapshots kept (default: 2 x --max-num-seqs)")
+  app.add_option(
+         "--prefix-cache-snapshots", opts.engine.prefix_cache_snapshots,
+         "prefix cache: window snapshots kept (default: 2 x --max-num-seqs, at most a quarter of "
+         "--kv-cache-bytes)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag_callback(
       "--no-prefix-cache", [&opts] { opts.engine.prefix_cache_snapshots = 0; },

@@ -120,8 +120,15 @@ Expected<std::unique_ptr<Engine>> Engine::create(model::Model& model, const Engi
   if (opts.prefix_cache_snapshots < -1) {
     return invalid_argument("--prefix-cache-snapshots must be >= 0 (0: prefix caching off)");
   }
-  const int snapshots =
-      opts.prefix_cache_snapshots >= 0 ? opts.prefix_cache_snapshots : 2 * opts.max_num_seqs;
+  int snapshots = opts.prefix_cache_snapshots;
+  if (snapshots < 0) {
+    // Default: two per sequence slot, within a quarter of the budget (a V4.1-Flash snapshot is
+    // about 11 MB), so a budget that fits the sequences never fails because of the cache.
+    const auto& c = model.config();
+    const int64_t one = int64_t{4} * c.num_total_layers() * c.window_size * c.head_dim;
+    snapshots = static_cast<int>(
+        std::min<int64_t>(2 * int64_t{opts.max_num_seqs}, opts.kv_cache_bytes / 4 / one));
+  }
   DI_ASSIGN_OR_RETURN(MemoryPlan plan,
                       plan_state_pool(model.config(), opts.kv_cache_bytes, opts.max_num_seqs,
                                       opts.entries_per_page, snapshots));

@@ -41,7 +41,8 @@ struct EngineOptions {
   // 0: exact full prefill. The replay point depends on the prompt alone, so a request's tokens do
   // not depend on batching, chunking or preemption.
   int64_t replay_tail = -1;
-  // Prefix caching (engine/prefix_cache.h): window snapshots kept; -1: 2 * max_num_seqs; 0: off.
+  // Prefix caching (engine/prefix_cache.h): window snapshots kept; 0: off; -1: 2 * max_num_seqs
+  // or as many as a quarter of kv_cache_bytes holds, whichever is fewer.
   int prefix_cache_snapshots = -1;
   bool async_scheduling = true;
 };
