@@ -1,7 +1,8 @@
 // Sparse sink attention and indexer scores, in the order of kernels/ref/attention.cc: per
 // (query, head) an online softmax over blocks of 64 keys, probabilities rounded to bf16 before the
-// value product, block sums added in key order. Correctness first: one block per (query, head),
-// keys read from global memory (L2) by index; the MQA key reuse across heads is not exploited yet.
+// value product, block sums added in key order. One block per (query, head), keys read from
+// global memory (L2) by index; the MQA key reuse across heads is not exploited yet, and the
+// sequential block order leaves a batch-1 decode with only `heads` blocks of parallelism.
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/kernels.h"
 
@@ -10,8 +11,11 @@ namespace di::backend::cuda {
 namespace {
 
 constexpr int kKeyBlock = 64;
-constexpr int kAttnThreads = 128;
+constexpr int kAttnThreads = 512;  // one thread per (key of the block, dot-product lane)
 
+// One block per (query, head). Scores: thread (key i, lane j) runs chain j of dot_f32(q, k_i)
+// (elements j, j+8, ...); one thread per key combines the chains in the fixed order and adds the
+// tail. Values: one thread per output dimension adds the block's keys in key order.
 __global__ void __launch_bounds__(kAttnThreads) sparse_attention_kernel(const float* q,
                                                                         int num_heads,
                                                                         int dim,
@@ -22,29 +26,51 @@ __global__ void __launch_bounds__(kAttnThreads) sparse_attention_kernel(const fl
                                                                         float softmax_scale,
                                                                         float* out) {
   extern __shared__ float acc[];  // [dim]
-  __shared__ float s[kKeyBlock], pb[kKeyBlock];
-  __shared__ float p[kKeyBlock];
+  __shared__ float chains[kKeyBlock][8];
+  __shared__ float s[kKeyBlock], p[kKeyBlock], pb[kKeyBlock];
+  __shared__ int32_t keys[kKeyBlock];
   __shared__ float running_max, sum_exp, new_max_s, rescale_s;
   const int64_t t = blockIdx.x / num_heads;
   const int h = static_cast<int>(blockIdx.x % num_heads);
   const float* qh = q + (t * num_heads + h) * dim;
   const int32_t* idx = key_index + t * num_keys;
+  const int full = dim / 8 * 8;
   for (int d = threadIdx.x; d < dim; d += blockDim.x) acc[d] = 0.0f;
   if (threadIdx.x == 0) {
     running_max = -1e30f;
     sum_exp = 0.0f;
   }
-  __syncthreads();
   for (int64_t b0 = 0; b0 < num_keys; b0 += kKeyBlock) {
     const int nb = static_cast<int>(num_keys - b0 < kKeyBlock ? num_keys - b0 : kKeyBlock);
+    if (threadIdx.x < nb) keys[threadIdx.x] = idx[b0 + threadIdx.x];
+    __syncthreads();
+    {
+      const int i = threadIdx.x / 8, j = threadIdx.x % 8;
+      if (i < nb && keys[i] >= 0) {
+        const float* k = kv + int64_t{keys[i]} * dim;
+        float c = 0.0f;
+        for (int e = j; e < full; e += 8) c = __fadd_rn(c, __fmul_rn(qh[e], k[e]));
+        chains[i][j] = c;
+      }
+    }
+    __syncthreads();
     if (threadIdx.x < nb) {
-      const int32_t k = idx[b0 + threadIdx.x];
-      s[threadIdx.x] =
-          k >= 0 ? __fmul_rn(dot8(qh, kv + int64_t{k} * dim, dim), softmax_scale) : -INFINITY;
+      const int i = threadIdx.x;
+      float v = -INFINITY;
+      if (keys[i] >= 0) {
+        const float* l = chains[i];
+        float dot = __fadd_rn(__fadd_rn(__fadd_rn(l[0], l[1]), __fadd_rn(l[2], l[3])),
+                              __fadd_rn(__fadd_rn(l[4], l[5]), __fadd_rn(l[6], l[7])));
+        const float* k = kv + int64_t{keys[i]} * dim;
+        for (int e = full; e < dim; ++e) dot = __fadd_rn(dot, __fmul_rn(qh[e], k[e]));
+        v = __fmul_rn(dot, softmax_scale);
+      }
+      s[i] = v;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
       float block_max = -INFINITY;
+#pragma unroll 16
       for (int i = 0; i < nb; ++i) block_max = fmaxf(block_max, s[i]);
       const float new_max = fmaxf(running_max, block_max);
       new_max_s = new_max;
@@ -59,6 +85,7 @@ __global__ void __launch_bounds__(kAttnThreads) sparse_attention_kernel(const fl
     __syncthreads();
     if (threadIdx.x == 0) {
       float block_sum = 0.0f;
+#pragma unroll 16
       for (int i = 0; i < nb; ++i) block_sum = __fadd_rn(block_sum, p[i]);
       sum_exp = __fadd_rn(__fmul_rn(sum_exp, rescale_s), block_sum);
       running_max = new_max_s;
@@ -66,8 +93,7 @@ __global__ void __launch_bounds__(kAttnThreads) sparse_attention_kernel(const fl
     for (int d = threadIdx.x; d < dim; d += blockDim.x) {
       float a = __fmul_rn(acc[d], rescale_s);
       for (int i = 0; i < nb; ++i) {
-        const int32_t k = idx[b0 + i];
-        if (k >= 0) a = __fadd_rn(a, __fmul_rn(pb[i], kv[int64_t{k} * dim + d]));
+        if (keys[i] >= 0) a = __fadd_rn(a, __fmul_rn(pb[i], kv[int64_t{keys[i]} * dim + d]));
       }
       acc[d] = a;
     }

@@ -49,9 +49,12 @@ __device__ __forceinline__ float round_e4m3(float f) {
   return copysignf(v, f);
 }
 
-__device__ __forceinline__ float e2m1_to_float(uint8_t code) {
-  const float kMag[8] = {0.f, .5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
-  const float m = kMag[code & 7];
+// Built from the code's bits: a table would be a local-memory array on the device.
+__device__ __forceinline__ float e2m1_to_float(uint32_t code) {
+  const uint32_t c = code & 7;
+  const float m = c == 0   ? 0.0f
+                  : c == 1 ? 0.5f
+                           : __uint_as_float((126 + (c >> 1)) << 23 | (c & 1) << 22);
   return (code & 8) ? -m : m;
 }
 

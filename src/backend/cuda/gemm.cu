@@ -2,6 +2,9 @@
 // kernels/ref/gemm.cc: every 32-wide K block is summed in the 8-lane order of dot_f32, scaled by
 // both power-of-two scales and accumulated in K order; the output is rounded to bf16. Tensor
 // cores are not used yet: their fp8 block sums are not IEEE fp32 sums (docs/notes/cuda-kernels.md).
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/kernels.h"
 
@@ -22,26 +25,43 @@ __device__ __forceinline__ float weight_block_scale(const DeviceWeight& w, int64
   return e8m0_to_float(w.scale[n * (w.in_features / 32) + b]);
 }
 
-// The 32 weight codes of block b of row n with 16-byte loads (rows are 32-byte aligned: the
-// arena aligns to 256 and K is a multiple of 32).
-__device__ __forceinline__ void load_block_codes(const DeviceWeight& w,
-                                                 int64_t n,
-                                                 int b,
-                                                 float* out) {
+// The raw bytes of block b of row n (32 bytes FP8, 16 FP4) with 16-byte loads; rows are 16-byte
+// aligned (the arena aligns to 256 and K is a multiple of 32).
+struct BlockBytes {
+  uint4 v[2];
+};
+
+__device__ __forceinline__ BlockBytes load_block_bytes(const DeviceWeight& w, int64_t n, int b) {
+  BlockBytes r;
   if (w.format == WeightFormat::kFP8) {
     const uint4* p = reinterpret_cast<const uint4*>(w.data + n * w.in_features + int64_t{b} * 32);
-    const uint4 v[2] = {p[0], p[1]};
-    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(v);
-#pragma unroll
-    for (int k = 0; k < 32; ++k) out[k] = e4m3_to_float(bytes[k]);
+    r.v[0] = p[0];
+    r.v[1] = p[1];
   } else {
-    const uint4 v =
-        *reinterpret_cast<const uint4*>(w.data + n * (w.in_features / 2) + int64_t{b} * 16);
-    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(&v);
+    r.v[0] = *reinterpret_cast<const uint4*>(w.data + n * (w.in_features / 2) + int64_t{b} * 16);
+  }
+  return r;
+}
+
+// Decodes a block's codes exactly: e4m3 -> f16 by the hardware conversion (exact: f16 holds every
+// e4m3 value) -> f32.
+__device__ __forceinline__ void decode_block(WeightFormat f, const BlockBytes& r, float* out) {
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(r.v);
+  if (f == WeightFormat::kFP8) {
 #pragma unroll
-    for (int k = 0; k < 16; ++k) {
-      out[2 * k] = e2m1_to_float(bytes[k] & 0xf);
-      out[2 * k + 1] = e2m1_to_float(bytes[k] >> 4);
+    for (int i = 0; i < 16; ++i) {
+      const uint16_t pair = static_cast<uint16_t>(words[i / 2] >> (16 * (i % 2)));
+      const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3);
+      const float2 v = __half22float2(__half2(h));
+      out[2 * i] = v.x;
+      out[2 * i + 1] = v.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const uint32_t byte = words[i / 4] >> (8 * (i % 4)) & 0xff;
+      out[2 * i] = e2m1_to_float(byte & 0xf);
+      out[2 * i + 1] = e2m1_to_float(byte >> 4);
     }
   }
 }
@@ -119,40 +139,93 @@ __global__ void __launch_bounds__(256) block_scaled_tiled(
   }
 }
 
-// Few rows (decode): one warp per output column, each lane computes the scaled block sums of
-// blocks lane, lane + 32, ... for up to kDecodeRows rows into shared memory; then one thread per
-// (column, row) adds them in K order. Weight bytes are read once, coalesced across the warp.
-constexpr int kDecodeRows = 8, kDecodeWarps = 8;
+// The 8-lane dot of one 32-wide block whose activation element j sits at a[j * stride].
+__device__ __forceinline__ float block_dot_strided(const float* a, int stride, const float* w) {
+  float l[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) l[j] = __fadd_rn(0.0f, __fmul_rn(a[j * stride], w[j]));
+#pragma unroll
+  for (int k = 8; k < 32; k += 8) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) l[j] = __fadd_rn(l[j], __fmul_rn(a[(k + j) * stride], w[k + j]));
+  }
+  return __fadd_rn(__fadd_rn(__fadd_rn(l[0], l[1]), __fadd_rn(l[2], l[3])),
+                   __fadd_rn(__fadd_rn(l[4], l[5]), __fadd_rn(l[6], l[7])));
+}
 
-__global__ void __launch_bounds__(256)
+// Few rows (decode): one warp per output column. Lanes take blocks lane, lane + 32, ... two at a
+// time (both loads issued before any use), write their scaled block sums to a per-warp staging
+// area, and lane m then adds row m's sums in K order. Weight bytes are read once per row chunk;
+// the activations are staged in shared memory transposed ([row][element j][block], odd stride)
+// so that the lanes of a warp, which read the same j of consecutive blocks, hit distinct banks.
+constexpr int kDecodeWarps = 8;
+constexpr int kPrefetch = 2;
+constexpr size_t kDecodeSmemBudget = 220 * 1024;
+
+__host__ __device__ inline int odd_stride(int64_t n) {
+  return static_cast<int>(n | 1);
+}
+
+size_t decode_smem_bytes(int rows, int64_t nblk) {
+  const size_t p = static_cast<size_t>(odd_stride(nblk));
+  return sizeof(float) * (static_cast<size_t>(rows) * 33 * p +
+                          static_cast<size_t>(kDecodeWarps) * 32 * kPrefetch * odd_stride(rows));
+}
+
+__global__ void __launch_bounds__(32 * kDecodeWarps, 2)
     block_scaled_decode(const float* q, const float* scales, int rows, DeviceWeight w, float* y) {
-  extern __shared__ float part[];  // [kDecodeWarps][rows][nblk]
+  extern __shared__ float smem[];
   const int64_t K = w.in_features, N = w.out_features;
   const int nblk = static_cast<int>(K / 32);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t n = blockIdx.x * int64_t{kDecodeWarps} + warp;
-  if (n < N) {
-    for (int b = lane; b < nblk; b += 32) {
-      float wv[32];
-      load_block_codes(w, n, b, wv);
-      const float ws = weight_block_scale(w, n, b);
-      for (int m = 0; m < rows; ++m) {
-        const float partial = block_dot(q + m * K + int64_t{b} * 32, wv);
-        part[(warp * rows + m) * nblk + b] =
-            __fmul_rn(__fmul_rn(partial, scales[m * nblk + b]), ws);
-      }
-    }
+  const int P = odd_stride(nblk), RS = odd_stride(rows);
+  float* qs = smem;                // [rows][32][P]
+  float* ss = qs + rows * 32 * P;  // [rows][P]
+  float* stage = ss + rows * P;    // [kDecodeWarps][32 * kPrefetch][RS]
+  for (int64_t i = threadIdx.x; i < rows * K; i += blockDim.x) {
+    const int m = static_cast<int>(i / K), k = static_cast<int>(i % K);
+    qs[(m * 32 + k % 32) * P + k / 32] = q[i];
+  }
+  for (int i = threadIdx.x; i < rows * nblk; i += blockDim.x) {
+    ss[(i / nblk) * P + i % nblk] = scales[i];
   }
   __syncthreads();
-  if (threadIdx.x < kDecodeWarps * rows) {
-    const int wi = threadIdx.x / rows, m = threadIdx.x % rows;
-    const int64_t col = blockIdx.x * int64_t{kDecodeWarps} + wi;
-    if (col < N) {
-      float acc = 0;
-      const float* p = part + (wi * rows + m) * nblk;
-      for (int b = 0; b < nblk; ++b) acc = __fadd_rn(acc, p[b]);
-      y[m * N + col] = round_bf16(acc);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float* ws_stage = stage + warp * 32 * kPrefetch * RS;
+  // Grid-stride over columns: as many blocks as fit on the GPU at once, no partial last wave.
+  for (int64_t n = blockIdx.x * int64_t{kDecodeWarps} + warp; n < N;
+       n += int64_t{gridDim.x} * kDecodeWarps) {
+    float acc = 0.0f;  // lane m < rows: row m's K-order sum
+    for (int b0 = 0; b0 < nblk; b0 += 32 * kPrefetch) {
+      BlockBytes raw[kPrefetch];
+      float wscale[kPrefetch];
+#pragma unroll
+      for (int u = 0; u < kPrefetch; ++u) {
+        const int b = b0 + 32 * u + lane;
+        if (b < nblk) {
+          raw[u] = load_block_bytes(w, n, b);
+          wscale[u] = weight_block_scale(w, n, b);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kPrefetch; ++u) {
+        const int b = b0 + 32 * u + lane;
+        if (b >= nblk) continue;
+        float wv[32];
+        decode_block(w.format, raw[u], wv);
+        for (int m = 0; m < rows; ++m) {
+          const float partial = block_dot_strided(qs + m * 32 * P + b, P, wv);
+          ws_stage[(32 * u + lane) * RS + m] =
+              __fmul_rn(__fmul_rn(partial, ss[m * P + b]), wscale[u]);
+        }
+      }
+      __syncwarp();
+      if (lane < rows) {
+        const int count = nblk - b0 < 32 * kPrefetch ? nblk - b0 : 32 * kPrefetch;
+        for (int j = 0; j < count; ++j) acc = __fadd_rn(acc, ws_stage[j * RS + lane]);
+      }
+      __syncwarp();
     }
+    if (lane < rows) y[lane * N + n] = round_bf16(acc);
   }
 }
 
@@ -191,13 +264,30 @@ cudaError_t block_scaled_gemm(const float* q,
                               cudaStream_t s) {
   if (rows == 0 || w.out_features == 0) return cudaSuccess;
   const int64_t nblk = w.in_features / 32;
-  const size_t decode_smem = sizeof(float) * kDecodeWarps * kDecodeRows * static_cast<size_t>(nblk);
-  if (rows <= 2 * kDecodeRows && decode_smem <= 48 * 1024) {
-    for (int64_t m0 = 0; m0 < rows; m0 += kDecodeRows) {
-      const int r = static_cast<int>(rows - m0 < kDecodeRows ? rows - m0 : kDecodeRows);
-      const unsigned grid =
-          static_cast<unsigned>((w.out_features + kDecodeWarps - 1) / kDecodeWarps);
-      block_scaled_decode<<<grid, 32 * kDecodeWarps, sizeof(float) * kDecodeWarps * r * nblk, s>>>(
+  // Rows per decode launch: as many as the shared-memory budget holds (each launch reads the
+  // weights once); many rows, or rows too wide for even one, take the tiled kernel.
+  int chunk = 0;
+  while (chunk < 32 && decode_smem_bytes(chunk + 1, nblk) <= kDecodeSmemBudget) ++chunk;
+  if (chunk > 0 && rows <= 64) {
+    cudaError_t e =
+        cudaFuncSetAttribute(block_scaled_decode, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(kDecodeSmemBudget));
+    if (e != cudaSuccess) return e;
+    int device = 0, sms = 0;
+    if ((e = cudaGetDevice(&device)) != cudaSuccess) return e;
+    if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) != cudaSuccess) {
+      return e;
+    }
+    const int64_t groups = (w.out_features + kDecodeWarps - 1) / kDecodeWarps;
+    for (int64_t m0 = 0; m0 < rows; m0 += chunk) {
+      const int r = static_cast<int>(rows - m0 < chunk ? rows - m0 : chunk);
+      int per_sm = 0;
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_sm, block_scaled_decode, 32 * kDecodeWarps, decode_smem_bytes(r, nblk));
+      if (e != cudaSuccess) return e;
+      const int64_t resident = int64_t{sms} * (per_sm > 0 ? per_sm : 1);
+      const unsigned grid = static_cast<unsigned>(groups < resident ? groups : resident);
+      block_scaled_decode<<<grid, 32 * kDecodeWarps, decode_smem_bytes(r, nblk), s>>>(
           q + m0 * w.in_features, scales + m0 * nblk, r, w, y + m0 * w.out_features);
     }
     return cudaGetLastError();

@@ -31,16 +31,17 @@ INSTANTIATE_TEST_SUITE_P(Shapes,
                                            LinearCase{WeightFormat::kFP8, 5, 100, 5120, true},
                                            LinearCase{WeightFormat::kFP8, 16, 64, 96, true},
                                            LinearCase{WeightFormat::kFP8, 45, 130, 320, true},
+                                           LinearCase{WeightFormat::kFP8, 70, 130, 320, true},
                                            LinearCase{WeightFormat::kFP4, 3, 64, 256, true},
                                            LinearCase{WeightFormat::kFP4, 40, 72, 512, true},
                                            LinearCase{WeightFormat::kBF16, 3, 50, 131, true},
                                            LinearCase{WeightFormat::kF32, 2, 33, 64, false}));
 
-// A row's output does not depend on the batch it is computed in, nor on which kernel (decode or
-// tiled) the batch size selects.
+// A row's output does not depend on the batch it is computed in, nor on which kernel (decode for
+// one row, tiled for 70) the batch size selects.
 TEST_F(CudaOpsTest, LinearIsBatchInvariant) {
   RandomWeight w = random_weight(WeightFormat::kFP8, 160, 384, 3);
-  const int64_t rows = 40;
+  const int64_t rows = 70;  // more than the decode kernel takes: the tiled kernel
   auto x = random_rows(static_cast<size_t>(rows * 384), 5);
   std::vector<float> all(static_cast<size_t>(rows * 160)), one(160);
   gpu_->linear({x.data(), rows, 384}, w.view, {all.data(), rows, 160}, true);
