@@ -129,7 +129,12 @@ struct CudaOps::Impl {
 
 Expected<std::unique_ptr<CudaOps>> CudaOps::create(ThreadPool& pool, const CudaOptions& options) {
   int count = 0;
-  DI_CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&count));
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
+    // No driver or no GPU (e.g. CI): say so plainly, with CUDA's reason.
+    return Status(
+        StatusCode::kUnavailable,
+        "no usable CUDA device (" + cuda::cuda_status(e, "cudaGetDeviceCount").message() + ")");
+  }
   if (count <= options.device) {
     return Status(StatusCode::kUnavailable, "no CUDA device " + std::to_string(options.device));
   }
