@@ -10,7 +10,7 @@ export LD_LIBRARY_PATH="$PWD/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 grep -m1 "model name" /proc/cpuinfo
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
 echo "== missing libraries"; ldd bin/* | grep "not found"
-echo "== di_cuda_tests"; bin/di_cuda_tests --gtest_brief=1 2>&1 | tail -n 40
+echo "== di_cuda_tests"; DI_GOLDEN_DIR=$PWD/golden bin/di_cuda_tests --gtest_brief=1 2>&1 | tail -n 40
 for g in v41-mini v41-mini-topk; do
   for b in cpu cuda; do
     echo "== check-golden $g --backend $b"

@@ -12,6 +12,13 @@ struct LinearCase {
   bool round;
 };
 
+std::string linear_case_name(const ::testing::TestParamInfo<LinearCase>& info) {
+  static const char* kNames[] = {"bf16", "f32", "fp8", "fp4"};
+  const LinearCase& c = info.param;
+  return std::string(kNames[static_cast<int>(c.format)]) + "_" + std::to_string(c.rows) + "x" +
+         std::to_string(c.out) + "x" + std::to_string(c.in);
+}
+
 class CudaLinear : public CudaOpsTest, public ::testing::WithParamInterface<LinearCase> {};
 
 TEST_P(CudaLinear, MatchesCpuBitwise) {
@@ -35,7 +42,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes,
                                            LinearCase{WeightFormat::kFP4, 3, 64, 256, true},
                                            LinearCase{WeightFormat::kFP4, 40, 72, 512, true},
                                            LinearCase{WeightFormat::kBF16, 3, 50, 131, true},
-                                           LinearCase{WeightFormat::kF32, 2, 33, 64, false}));
+                                           LinearCase{WeightFormat::kF32, 2, 33, 64, false}),
+                         linear_case_name);
 
 // A row's output does not depend on the batch it is computed in, nor on which kernel (decode for
 // one row, tiled for 70) the batch size selects.
