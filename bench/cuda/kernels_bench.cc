@@ -149,9 +149,15 @@ Status bench_linear(
                         return backend::cuda::block_scaled_gemm(q, s, rows, ws[i % copies], y,
                                                                 nullptr);
                       }));
+  // The act_quant kernel alone, to split the row's time between the two launches.
+  DI_ASSIGN_OR_RETURN(double quant_ms, time_ms(n_iters, [&](int) {
+                        return backend::cuda::quantize_fp8(x, rows, in, q, s, nullptr);
+                      }));
   // Bytes a fused kernel must move: weights + scales, bf16 activations in, bf16 out.
   const double bytes = static_cast<double>(wbytes + sbytes) + 2.0 * rows * in + 2.0 * rows * out;
   const double flops = 2.0 * rows * out * in;
+  char quant_note[48];
+  std::snprintf(quant_note, sizeof quant_note, "; act_quant alone %.4f ms", quant_ms);
   std::string lt = "n/a";
   if (f == WeightFormat::kFP8) {
     auto lt_ms = time_cublaslt_gemm(LtType::kFP8, out, rows, in, n_iters);
@@ -168,7 +174,7 @@ Status bench_linear(
   std::snprintf(name, sizeof name, "linear %s M=%lld N=%lld K=%lld",
                 f == WeightFormat::kFP8 ? "fp8" : "fp4", static_cast<long long>(rows),
                 static_cast<long long>(out), static_cast<long long>(in));
-  print_row(name, ms, bytes, flops, p.fp8_flops, p, lt);
+  print_row(name, ms, bytes, flops, p.fp8_flops, p, lt + quant_note);
   return {};
 }
 
@@ -219,7 +225,8 @@ Status run(bool quick) {
       "(8192^3)\n\n",
       p.bytes_per_s / 1e9, p.bf16_flops / 1e12, p.fp8_flops / 1e12);
   std::printf(
-      "| kernel | ms | floor ms | floor/time | GB/s | TFLOP/s | cuBLASLt fp8 ms (per-tensor scale) "
+      "| kernel | ms | floor ms | floor/time | GB/s | TFLOP/s | cuBLASLt fp8 ms (per-tensor "
+      "scale); notes "
       "|\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   for (int64_t m : {1, 8, 64, 4096}) {
