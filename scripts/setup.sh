@@ -27,6 +27,15 @@ if [ ! -f node_modules/.package-lock.json ] || [ package.json -nt node_modules/.
   npm install --no-audit --no-fund --loglevel=error
 fi
 
+# The CUDA backend (issue #6) builds whenever nvcc is present (CI has it, but no GPU: its tests
+# skip there); DEEPINFER_CUDA=OFF in the environment turns it off.
+CUDA_FLAGS=()
+NVCC=$(command -v nvcc || true)
+[ -z "$NVCC" ] && [ -x /usr/local/cuda/bin/nvcc ] && NVCC=/usr/local/cuda/bin/nvcc
+if [ -n "$NVCC" ] && [ "${DEEPINFER_CUDA:-ON}" != OFF ]; then
+  CUDA_FLAGS=(-DDEEPINFER_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC")
+fi
+
 BUILD_DIR=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release} >/dev/null
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release} "${CUDA_FLAGS[@]}" >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"

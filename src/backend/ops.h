@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tensor/weight_view.h"
+#include "util/status.h"
 
 namespace di::backend {
 
@@ -70,6 +71,10 @@ class Ops {
  public:
   virtual ~Ops() = default;
   virtual const char* name() const = 0;
+
+  // The first error a backend met (a device backend latches it, as CUDA's own errors are sticky,
+  // and does nothing more; its outputs are then undefined). Callers check it after a forward.
+  virtual Status status() const { return Status(); }
 
   // y[m, n] = x[m] . w[n] (reference `linear`). FP8/FP4 weights first fake-quantize each row of x
   // to e4m3 with ue8m0 scales per 32 (act_quant) and accumulate 32-wide blocks in fp32 (fp8_gemm,

@@ -1,7 +1,7 @@
 // deepinfer bench offline ... (cmd_bench_offline.cc), or
 // deepinfer bench step --model DIR [--prompt-len P] [--decode-steps D] [--batch B] [--threads N]
-// Times the forward on the CPU backend: one prefill step over B prompts of P tokens, then D decode
-// steps of B tokens. Prints tokens/s for both phases.
+// Times the forward on the chosen backend (--backend cpu|cuda): one prefill step over B prompts of
+// P tokens, then D decode steps of B tokens. Prints tokens/s for both phases.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
@@ -11,7 +11,8 @@
 #include <iostream>
 #include <random>
 
-#include "backend/cpu/cpu_ops.h"
+#include "backend/select.h"
+#include "cli/backend_flags.h"
 #include "cli/commands.h"
 #include "cli/parse_flags.h"
 #include "model/checkpoint_layout.h"
@@ -85,9 +86,16 @@ int run_bench_command(int argc, char** argv) {
          "SWA bounded replay: late layers prefill only the last N prompt tokens (0: exact); "
          "also reports the last-row logit difference against an exact prefill")
       ->check(CLI::NonNegativeNumber);
+  backend::BackendOptions backend_opts;
+  add_backend_flags(app, backend_opts);
   DI_PARSE_FLAGS(app, argc, argv);
   ThreadPool pool(threads);
-  backend::CpuOps ops(pool);
+  auto ops_or = backend::make_backend(pool, backend_opts);
+  if (!ops_or) {
+    std::cerr << "deepinfer bench: " << ops_or.status().to_string() << "\n";
+    return 2;
+  }
+  const backend::Ops& ops = **ops_or;
   auto model = model::Model::load(dir, ops);
   if (!model) {
     std::cerr << "deepinfer bench: " << model.status().to_string() << "\n";
@@ -125,6 +133,7 @@ int run_bench_command(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     const double c0 = cpu_now();
     Status s = (*model)->forward(ctx, rows, logits);
+    if (s.ok()) s = ops.status();
     *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     *cpu += cpu_now() - c0;
     last_logits = logits;
@@ -138,8 +147,8 @@ int run_bench_command(int argc, char** argv) {
     std::cerr << "deepinfer bench: " << s.to_string() << "\n";
     return 2;
   }
-  std::printf("model %s: %d layers + %d DSpark, hidden %d, %d experts; CPU backend, %u threads\n",
-              dir.c_str(), c.n_layers, c.n_mtp_layers, c.dim, c.n_routed_experts,
+  std::printf("model %s: %d layers + %d DSpark, hidden %d, %d experts; %s backend, %u threads\n",
+              dir.c_str(), c.n_layers, c.n_mtp_layers, c.dim, c.n_routed_experts, ops.name(),
               pool.num_threads());
   std::printf("prefill: batch %d x %d tokens in %.3f s = %.1f tokens/s (%.2f CPU-s)\n", batch,
               prompt_len, prefill_s, batch * prompt_len / prefill_s, prefill_cpu);

@@ -7,7 +7,8 @@
 #include <optional>
 #include <sstream>
 
-#include "backend/cpu/cpu_ops.h"
+#include "backend/select.h"
+#include "cli/backend_flags.h"
 #include "cli/commands.h"
 #include "cli/parse_flags.h"
 #include "engine/sampler.h"
@@ -68,13 +69,20 @@ int run_generate_command(int argc, char** argv) {
   app.add_option("--top-k", sp.top_k, "keep the k most likely tokens (0 = all)");
   app.add_option("--seed", sp.seed, "sampling seed");
   app.add_option("--threads", threads, "CPU threads (default: all cores)");
+  backend::BackendOptions backend_opts;
+  add_backend_flags(app, backend_opts);
   DI_PARSE_FLAGS(app, argc, argv);
   if (Status s = engine::validate_sampling(sp); !s.ok()) {
     std::cerr << "deepinfer generate: " << s.message() << "\n";
     return 2;
   }
   ThreadPool pool(threads);
-  backend::CpuOps ops(pool);
+  auto ops_or = backend::make_backend(pool, backend_opts);
+  if (!ops_or) {
+    std::cerr << "deepinfer generate: " << ops_or.status().to_string() << "\n";
+    return 2;
+  }
+  const backend::Ops& ops = **ops_or;
   auto model = model::Model::load(dir, ops);
   if (!model) {
     std::cerr << "deepinfer generate: " << model.status().to_string() << "\n";
@@ -147,6 +155,7 @@ int run_generate_command(int argc, char** argv) {
     ctx.pool = &*state;
     ctx.chunks.push_back({&seq, next});
     Status s = (*model)->forward(ctx, {static_cast<int64_t>(next.size()) - 1}, logits);
+    if (s.ok()) s = ops.status();
     if (!s.ok()) {
       std::cerr << "deepinfer generate: " << s.to_string() << "\n";
       return 2;

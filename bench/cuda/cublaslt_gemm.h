@@ -1,0 +1,20 @@
+// cuBLASLt reference GEMMs for the kernel benchmark: D[m, n] = A[k, m]^T . B[k, n] in bf16 or
+// fp8 e4m3 (per-tensor scale 1; fp32 accumulation; bf16 output). These give the measured peak
+// that FLOP floors divide by, and the side-by-side time for our GEMM shapes.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "util/status.h"
+
+namespace di::bench {
+
+enum class LtType { kBF16, kFP8 };
+
+// Mean milliseconds of one product over `iters` runs after warm-up; A and B are filled with
+// small random values. Returns a Status when cuBLASLt has no algorithm for the shape.
+Expected<double> time_cublaslt_gemm(LtType type, int64_t m, int64_t n, int64_t k, int iters);
+
+}  // namespace di::bench

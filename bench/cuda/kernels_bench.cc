@@ -1,0 +1,252 @@
+// cuda_kernels_bench [--quick]: times DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths
+// (hidden 5120, 64 heads x 512, expert intermediate 2304) against floors measured in the same run:
+// device copy bandwidth (cudaMemcpy D2D, bytes read + written) and cuBLASLt's bf16 and fp8 GEMM
+// rate at 8192^3. Each kernel's floor is max(bytes / bandwidth, FLOPs / peak); ratio = floor /
+// time. Weights and keys rotate through copies larger than L2 so that timings read HBM.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels.h"
+#include "cuda/cublaslt_gemm.h"
+
+namespace di::bench {
+namespace {
+
+using backend::cuda::DeviceWeight;
+
+constexpr size_t kRotateBytes = size_t{256} << 20;  // > 4x the H200's 60 MB L2
+
+struct Timer {
+  cudaEvent_t a = nullptr, b = nullptr;
+  Timer() {
+    (void)cudaEventCreate(&a);
+    (void)cudaEventCreate(&b);
+  }
+  ~Timer() {
+    (void)cudaEventDestroy(a);
+    (void)cudaEventDestroy(b);
+  }
+};
+
+// Mean ms of `fn(i)` over iters calls after 3 warm-ups; fn returns a launch error.
+template <class F>
+Expected<double> time_ms(int iters, F&& fn) {
+  for (int i = 0; i < 3; ++i) DI_CUDA_RETURN_IF_ERROR(fn(i));
+  Timer t;
+  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(t.a));
+  for (int i = 0; i < iters; ++i) DI_CUDA_RETURN_IF_ERROR(fn(i));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(t.b));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(t.b));
+  float ms = 0;
+  DI_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, t.a, t.b));
+  return static_cast<double>(ms) / iters;
+}
+
+// Device buffers freed at scope exit.
+struct DeviceBuffers {
+  std::vector<void*> ptrs;
+  ~DeviceBuffers() {
+    for (void* p : ptrs) (void)cudaFree(p);
+  }
+  template <class T>
+  Expected<T*> alloc(size_t count) {
+    void* p = nullptr;
+    DI_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, sizeof(T) * std::max<size_t>(count, 1)));
+    ptrs.push_back(p);
+    return static_cast<T*>(p);
+  }
+  template <class T>
+  Expected<T*> upload(const std::vector<T>& h) {
+    DI_ASSIGN_OR_RETURN(T * d, alloc<T>(h.size()));
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(d, h.data(), sizeof(T) * h.size(), cudaMemcpyHostToDevice));
+    return d;
+  }
+};
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed, bool scales) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) {
+    const uint32_t r = rng();
+    b = scales ? static_cast<uint8_t>(118 + r % 6)
+               : static_cast<uint8_t>((r & 0x7f) == 0x7f ? 0x7e : r & 0xff);
+  }
+  return v;
+}
+
+struct Peaks {
+  double bytes_per_s = 0, bf16_flops = 0, fp8_flops = 0;
+};
+
+Expected<Peaks> measure_peaks(int iters) {
+  Peaks p;
+  DeviceBuffers buf;
+  const size_t n = size_t{1} << 30;
+  DI_ASSIGN_OR_RETURN(uint8_t * a, buf.alloc<uint8_t>(n));
+  DI_ASSIGN_OR_RETURN(uint8_t * b, buf.alloc<uint8_t>(n));
+  DI_CUDA_RETURN_IF_ERROR(cudaMemset(a, 1, n));
+  DI_ASSIGN_OR_RETURN(double copy_ms, time_ms(iters, [&](int) {
+                        return cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice);
+                      }));
+  p.bytes_per_s = 2.0 * static_cast<double>(n) / (copy_ms * 1e-3);
+  const int64_t s = 8192;
+  DI_ASSIGN_OR_RETURN(double bf16_ms, time_cublaslt_gemm(LtType::kBF16, s, s, s, iters));
+  DI_ASSIGN_OR_RETURN(double fp8_ms, time_cublaslt_gemm(LtType::kFP8, s, s, s, iters));
+  p.bf16_flops = 2.0 * s * s * s / (bf16_ms * 1e-3);
+  p.fp8_flops = 2.0 * s * s * s / (fp8_ms * 1e-3);
+  return p;
+}
+
+void print_row(const std::string& name,
+               double ms,
+               double bytes,
+               double flops,
+               double peak_flops,
+               const Peaks& p,
+               const std::string& extra) {
+  const double floor_ms = std::max(bytes / p.bytes_per_s, flops / peak_flops) * 1e3;
+  std::printf("| %s | %.4f | %.4f | %.2f | %.0f | %.1f | %s |\n", name.c_str(), ms, floor_ms,
+              floor_ms / ms, bytes / (ms * 1e-3) / 1e9, flops / (ms * 1e-3) / 1e12, extra.c_str());
+}
+
+// Our block-scaled GEMM (act_quant + GEMM, as CudaOps::linear runs it) at [rows, in] x [out, in].
+Status bench_linear(
+    WeightFormat f, int64_t rows, int64_t out, int64_t in, int iters, const Peaks& p) {
+  DeviceBuffers buf;
+  const size_t wbytes = static_cast<size_t>(f == WeightFormat::kFP8 ? out * in : out * in / 2);
+  const size_t sbytes = static_cast<size_t>(f == WeightFormat::kFP8 ? ((out + 31) / 32) * (in / 32)
+                                                                    : out * (in / 32));
+  const int copies = static_cast<int>(std::max<size_t>(1, kRotateBytes / wbytes + 1));
+  std::vector<DeviceWeight> ws;
+  for (int c = 0; c < copies; ++c) {
+    DI_ASSIGN_OR_RETURN(uint8_t * d, buf.upload(random_bytes(wbytes, 10 + c, false)));
+    DI_ASSIGN_OR_RETURN(uint8_t * sc, buf.upload(random_bytes(sbytes, 20 + c, true)));
+    ws.push_back({f, out, in, d, sc});
+  }
+  DI_ASSIGN_OR_RETURN(float* x, buf.upload(random_floats(static_cast<size_t>(rows * in), 3)));
+  DI_ASSIGN_OR_RETURN(float* q, buf.alloc<float>(static_cast<size_t>(rows * in)));
+  DI_ASSIGN_OR_RETURN(float* s, buf.alloc<float>(static_cast<size_t>(rows * in / 32)));
+  DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(rows * out)));
+  const int n_iters = rows >= 1024 ? std::max(2, iters / 10) : iters;
+  DI_ASSIGN_OR_RETURN(double ms, time_ms(n_iters, [&](int i) {
+                        cudaError_t e = backend::cuda::quantize_fp8(x, rows, in, q, s, nullptr);
+                        if (e != cudaSuccess) return e;
+                        return backend::cuda::block_scaled_gemm(q, s, rows, ws[i % copies], y,
+                                                                nullptr);
+                      }));
+  // The act_quant kernel alone, to split the row's time between the two launches.
+  DI_ASSIGN_OR_RETURN(double quant_ms, time_ms(n_iters, [&](int) {
+                        return backend::cuda::quantize_fp8(x, rows, in, q, s, nullptr);
+                      }));
+  // Bytes a fused kernel must move: weights + scales, bf16 activations in, bf16 out.
+  const double bytes = static_cast<double>(wbytes + sbytes) + 2.0 * rows * in + 2.0 * rows * out;
+  const double flops = 2.0 * rows * out * in;
+  char quant_note[48];
+  std::snprintf(quant_note, sizeof quant_note, "; act_quant alone %.4f ms", quant_ms);
+  std::string lt = "n/a";
+  if (f == WeightFormat::kFP8) {
+    auto lt_ms = time_cublaslt_gemm(LtType::kFP8, out, rows, in, n_iters);
+    if (lt_ms) {
+      char b[64];
+      std::snprintf(b, sizeof b, "%.4f (%.2f of floor)", *lt_ms,
+                    std::max(bytes / p.bytes_per_s, flops / p.fp8_flops) * 1e3 / *lt_ms);
+      lt = b;
+    } else {
+      lt = lt_ms.status().message();
+    }
+  }
+  char name[96];
+  std::snprintf(name, sizeof name, "linear %s M=%lld N=%lld K=%lld",
+                f == WeightFormat::kFP8 ? "fp8" : "fp4", static_cast<long long>(rows),
+                static_cast<long long>(out), static_cast<long long>(in));
+  print_row(name, ms, bytes, flops, p.fp8_flops, p, lt + quant_note);
+  return {};
+}
+
+// Sparse attention at V4.1 decode: 64 heads x 512, window 128 + top-k 512 keys per query.
+Status bench_attention(int64_t queries, int iters, const Peaks& p) {
+  DeviceBuffers buf;
+  const int heads = 64, dim = 512;
+  const int64_t keys = 128 + 512;
+  const int64_t table_rows = std::max<int64_t>(keys * queries, kRotateBytes / (dim * 4));
+  DI_ASSIGN_OR_RETURN(float* kv,
+                      buf.upload(random_floats(static_cast<size_t>(table_rows * dim), 4)));
+  DI_ASSIGN_OR_RETURN(float* q,
+                      buf.upload(random_floats(static_cast<size_t>(queries * heads * dim), 5)));
+  DI_ASSIGN_OR_RETURN(float* sink, buf.upload(random_floats(heads, 6)));
+  DI_ASSIGN_OR_RETURN(float* out, buf.alloc<float>(static_cast<size_t>(queries * heads * dim)));
+  const int copies = static_cast<int>(table_rows / (keys * queries));
+  std::vector<int32_t*> index;
+  for (int c = 0; c < copies; ++c) {
+    std::vector<int32_t> idx(static_cast<size_t>(queries * keys));
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int32_t>(c * keys * queries + i);
+    DI_ASSIGN_OR_RETURN(int32_t * d, buf.upload(idx));
+    index.push_back(d);
+  }
+  DI_ASSIGN_OR_RETURN(double ms, time_ms(iters, [&](int i) {
+                        return backend::cuda::sparse_attention(q, queries, heads, dim, kv,
+                                                               index[i % copies], keys, sink,
+                                                               0.044f, out, nullptr);
+                      }));
+  // Floor bytes: each query's keys once (as the fp32 rows this kernel reads; the FP8 cache of the
+  // design would be 4x smaller), q in and out as bf16.
+  const double bytes = 4.0 * queries * keys * dim + 2.0 * 2 * queries * heads * dim;
+  const double flops = 2.0 * 2 * queries * heads * keys * dim;
+  char name[96];
+  std::snprintf(name, sizeof name, "sparse_attention q=%lld h=64 d=512 keys=640",
+                static_cast<long long>(queries));
+  print_row(name, ms, bytes, flops, p.bf16_flops, p, "-");
+  return {};
+}
+
+Status run(bool quick) {
+  cudaDeviceProp prop{};
+  DI_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, 0));
+  const int iters = quick ? 5 : 20;
+  DI_ASSIGN_OR_RETURN(Peaks p, measure_peaks(iters));
+  std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  std::printf(
+      "measured: copy %.0f GB/s (read+write), cuBLASLt bf16 %.0f TFLOP/s, fp8 %.0f TFLOP/s "
+      "(8192^3)\n\n",
+      p.bytes_per_s / 1e9, p.bf16_flops / 1e12, p.fp8_flops / 1e12);
+  std::printf(
+      "| kernel | ms | floor ms | floor/time | GB/s | TFLOP/s | cuBLASLt fp8 ms (per-tensor "
+      "scale); notes "
+      "|\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  for (int64_t m : {1, 8, 64, 4096}) {
+    DI_RETURN_IF_ERROR(bench_linear(WeightFormat::kFP8, m, 5120, 5120, iters, p));
+  }
+  for (int64_t m : {1, 64})
+    DI_RETURN_IF_ERROR(bench_linear(WeightFormat::kFP4, m, 2304, 5120, iters, p));
+  for (int64_t q : {1, 64}) DI_RETURN_IF_ERROR(bench_attention(q, iters, p));
+  return {};
+}
+
+}  // namespace
+}  // namespace di::bench
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  di::Status s = di::bench::run(quick);
+  if (!s.ok()) {
+    std::fprintf(stderr, "cuda_kernels_bench: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  return 0;
+}

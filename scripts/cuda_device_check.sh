@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs the CUDA backend's checks and kernel benchmark on a machine with a GPU, from a folder
+# holding prebuilt binaries (bin/), the shared libraries they need (lib/) and the golden folders
+# (golden/): how docs/benchmarks.md's CUDA figures were taken. Usage: cuda_device_check.sh DIR
+set -uo pipefail
+cd "$1"
+# Carried libraries may come xz-compressed (ICU's data library is 30 MB).
+for f in lib/*.xz; do [ -e "$f" ] && [ ! -e "${f%.xz}" ] && xz -dk "$f"; done
+export LD_LIBRARY_PATH="$PWD/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+grep -m1 "model name" /proc/cpuinfo
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
+echo "== missing libraries"; ldd bin/* | grep "not found"
+echo "== di_cuda_tests"; DI_GOLDEN_DIR=$PWD/golden bin/di_cuda_tests --gtest_brief=1 2>&1 | tail -n 40
+for g in v41-mini v41-mini-topk; do
+  for b in cpu cuda; do
+    echo "== check-golden $g --backend $b"
+    /usr/bin/time -f "%e s" bin/deepinfer check-golden "golden/$g" --backend "$b" 2>&1 | tail -n 4
+  done
+done
+for b in cpu cuda; do
+  echo "== generate --backend $b"
+  bin/deepinfer generate --model golden/v41-mini/checkpoint --prompt-ids 1,2,3,4,5 --max-tokens 12 \
+    --backend "$b" 2>&1 | tail -n 2
+done
+echo "== cuda_kernels_bench"; bin/cuda_kernels_bench "${BENCH_ARGS:-}"

@@ -1,0 +1,387 @@
+#include "backend/cuda/cuda_ops.h"
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_arena.h"
+#include "backend/cuda/kernels.h"
+#include "kernels/ref/elementwise.h"
+
+namespace di::backend {
+
+namespace {
+
+size_t weight_data_bytes(const WeightView& w) {
+  const int64_t n = w.out_features * w.in_features;
+  switch (w.format) {
+    case WeightFormat::kFP8:
+      return static_cast<size_t>(n);
+    case WeightFormat::kFP4:
+      return static_cast<size_t>(n / 2);
+    case WeightFormat::kBF16:
+      return static_cast<size_t>(n) * 2;
+    case WeightFormat::kF32:
+      return static_cast<size_t>(n) * 4;
+  }
+  return 0;
+}
+
+size_t weight_scale_bytes(const WeightView& w) {
+  if (w.format == WeightFormat::kFP8) {
+    return static_cast<size_t>(((w.out_features + 31) / 32) * ((w.in_features + 31) / 32));
+  }
+  if (w.format == WeightFormat::kFP4)
+    return static_cast<size_t>(w.out_features * (w.in_features / 32));
+  return 0;
+}
+
+// A cheap fingerprint of a weight's bytes, so that a cached upload is not reused when a caller
+// (a test, say) frees a weight and a new one lands at the same address.
+uint64_t fingerprint(const uint8_t* p, size_t n) {
+  uint64_t h = 1469598103934665603ull ^ n;
+  auto mix = [&](size_t i) { h = (h ^ p[i]) * 1099511628211ull; };
+  for (size_t i = 0; i < std::min<size_t>(n, 256); ++i) mix(i);
+  for (size_t i = n > 256 ? n - 256 : 0; i < n; ++i) mix(i);
+  for (size_t i = 0; i < 64 && n > 0; ++i) mix((i * 0x9E3779B97F4A7C15ull) % n);
+  return h;
+}
+
+struct CachedWeight {
+  uint64_t print = 0;
+  cuda::DeviceWeight dev;
+};
+
+}  // namespace
+
+struct CudaOps::Impl {
+  std::mutex mu;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<cuda::DeviceArena> arena;
+  std::unordered_map<const uint8_t*, CachedWeight> weights;
+  Status error;
+
+  ~Impl() {
+    if (stream) (void)cudaStreamDestroy(stream);
+  }
+
+  template <class T>
+  Expected<T*> scratch(size_t count) {
+    DI_ASSIGN_OR_RETURN(void* p, arena->alloc_scratch(sizeof(T) * std::max<size_t>(count, 1)));
+    return static_cast<T*>(p);
+  }
+  template <class T>
+  Expected<T*> upload(const T* host, size_t count) {
+    DI_ASSIGN_OR_RETURN(T * d, scratch<T>(count));
+    if (count > 0) {
+      DI_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(d, host, sizeof(T) * count, cudaMemcpyHostToDevice, stream));
+    }
+    return d;
+  }
+  template <class T>
+  Status download(T* host, const T* dev, size_t count) {
+    if (count == 0) return {};
+    DI_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(host, dev, sizeof(T) * count, cudaMemcpyDeviceToHost, stream));
+    return {};
+  }
+
+  Expected<cuda::DeviceWeight> weight(const WeightView& w) {
+    const size_t data_bytes = weight_data_bytes(w), scale_bytes = weight_scale_bytes(w);
+    const uint64_t print = fingerprint(w.data, data_bytes) ^
+                           (scale_bytes ? fingerprint(w.scale, scale_bytes) : 0) ^
+                           (static_cast<uint64_t>(w.out_features) << 20) ^
+                           static_cast<uint64_t>(w.in_features) ^ static_cast<uint64_t>(w.format);
+    auto it = weights.find(w.data);
+    if (it != weights.end() && it->second.print == print) return it->second.dev;
+    cuda::DeviceWeight d{w.format, w.out_features, w.in_features, nullptr, nullptr};
+    DI_ASSIGN_OR_RETURN(void* data, arena->alloc_persistent(data_bytes));
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(data, w.data, data_bytes, cudaMemcpyHostToDevice));
+    d.data = static_cast<const uint8_t*>(data);
+    if (scale_bytes) {
+      DI_ASSIGN_OR_RETURN(void* scale, arena->alloc_persistent(scale_bytes));
+      DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(scale, w.scale, scale_bytes, cudaMemcpyHostToDevice));
+      d.scale = static_cast<const uint8_t*>(scale);
+    }
+    weights[w.data] = {print, d};
+    return d;
+  }
+
+  // Runs one op's staging and kernels, waits for the stream, releases the scratch, and latches
+  // the first error.
+  template <class F>
+  void run(const char* op, F&& body) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!error.ok()) return;
+    const size_t mark = arena->scratch_mark();
+    Status s = body();
+    if (s.ok()) s = cuda::cuda_status(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    arena->scratch_reset(mark);
+    if (!s.ok()) error = s.with_context(std::string("cuda ") + op);
+  }
+};
+
+Expected<std::unique_ptr<CudaOps>> CudaOps::create(ThreadPool& pool, const CudaOptions& options) {
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
+    // No driver or no GPU (e.g. CI): say so plainly, with CUDA's reason.
+    return Status(
+        StatusCode::kUnavailable,
+        "no usable CUDA device (" + cuda::cuda_status(e, "cudaGetDeviceCount").message() + ")");
+  }
+  if (count <= options.device) {
+    return Status(StatusCode::kUnavailable, "no CUDA device " + std::to_string(options.device));
+  }
+  DI_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
+  auto impl = std::make_unique<Impl>();
+  DI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking));
+  DI_ASSIGN_OR_RETURN(impl->arena, cuda::DeviceArena::create(options.arena_bytes));
+  return std::unique_ptr<CudaOps>(new CudaOps(pool, std::move(impl)));
+}
+
+CudaOps::CudaOps(ThreadPool& pool, std::unique_ptr<Impl> impl)
+    : cpu_(pool), impl_(std::move(impl)) {}
+CudaOps::~CudaOps() = default;
+
+Status CudaOps::status() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->error;
+}
+
+void CudaOps::linear(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16) const {
+  Impl& m = *impl_;
+  m.run("linear", [&]() -> Status {
+    DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, m.weight(w));
+    const size_t in = static_cast<size_t>(x.rows * x.cols);
+    DI_ASSIGN_OR_RETURN(const float* dx, m.upload(x.data, in));
+    DI_ASSIGN_OR_RETURN(float* dy, m.scratch<float>(static_cast<size_t>(y.rows * y.cols)));
+    if (w.format == WeightFormat::kFP8 || w.format == WeightFormat::kFP4) {
+      DI_ASSIGN_OR_RETURN(float* q, m.scratch<float>(in));
+      DI_ASSIGN_OR_RETURN(float* sc, m.scratch<float>(in / 32));
+      DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8(dx, x.rows, x.cols, q, sc, m.stream));
+      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm(q, sc, x.rows, dw, dy, m.stream));
+    } else {
+      DI_CUDA_RETURN_IF_ERROR(cuda::dense_gemm(dx, x.rows, dw, dy, round_bf16, m.stream));
+    }
+    return m.download(y.data, dy, static_cast<size_t>(y.rows * y.cols));
+  });
+}
+
+void CudaOps::rms_norm(ConstRowsView x, const float* w, float eps, RowsView y) const {
+  Impl& m = *impl_;
+  m.run("rms_norm", [&]() -> Status {
+    const size_t n = static_cast<size_t>(x.rows * x.cols);
+    DI_ASSIGN_OR_RETURN(const float* dx, m.upload(x.data, n));
+    DI_ASSIGN_OR_RETURN(const float* dw, m.upload(w, static_cast<size_t>(x.cols)));
+    DI_ASSIGN_OR_RETURN(float* dy, m.scratch<float>(n));
+    DI_CUDA_RETURN_IF_ERROR(cuda::rms_norm(dx, x.rows, x.cols, dw, eps, dy, m.stream));
+    return m.download(y.data, dy, n);
+  });
+}
+
+void CudaOps::fake_quant_fp8(RowsView x, int block) const {
+  Impl& m = *impl_;
+  m.run("fake_quant_fp8", [&]() -> Status {
+    const size_t n = static_cast<size_t>(x.rows * x.cols);
+    DI_ASSIGN_OR_RETURN(float* dx, m.upload(x.data, n));
+    DI_CUDA_RETURN_IF_ERROR(cuda::fake_quant_fp8(dx, x.rows, x.cols, block, m.stream));
+    return m.download(x.data, dx, n);
+  });
+}
+
+void CudaOps::fake_quant_fp4(RowsView x, Fp4ScaleKind kind) const {
+  Impl& m = *impl_;
+  m.run("fake_quant_fp4", [&]() -> Status {
+    const size_t n = static_cast<size_t>(x.rows * x.cols);
+    DI_ASSIGN_OR_RETURN(float* dx, m.upload(x.data, n));
+    DI_CUDA_RETURN_IF_ERROR(cuda::fake_quant_fp4(dx, x.rows, x.cols, kind, m.stream));
+    return m.download(x.data, dx, n);
+  });
+}
+
+void CudaOps::rope(RowsView x,
+                   int num_heads,
+                   int head_dim,
+                   int rope_offset,
+                   const int64_t* positions,
+                   const RopeTable& table,
+                   bool inverse) const {
+  Impl& m = *impl_;
+  m.run("rope", [&]() -> Status {
+    const size_t n = static_cast<size_t>(x.rows * x.cols);
+    DI_ASSIGN_OR_RETURN(float* dx, m.upload(x.data, n));
+    DI_ASSIGN_OR_RETURN(const int64_t* dp, m.upload(positions, static_cast<size_t>(x.rows)));
+    DI_ASSIGN_OR_RETURN(const float* df, m.upload(table.inv_freq.data(), table.inv_freq.size()));
+    DI_CUDA_RETURN_IF_ERROR(cuda::rope(dx, x.rows, x.cols, num_heads, head_dim, rope_offset, dp, df,
+                                       static_cast<int>(table.inv_freq.size()), inverse, m.stream));
+    return m.download(x.data, dx, n);
+  });
+}
+
+void CudaOps::sparse_attention(const SparseAttentionArgs& a) const {
+  Impl& m = *impl_;
+  m.run("sparse_attention", [&]() -> Status {
+    // Host key pointers become indices into one gathered table of distinct rows.
+    std::unordered_map<const float*, int32_t> row_of;
+    std::vector<const float*> rows;
+    const size_t slots = static_cast<size_t>(a.num_queries * a.num_keys);
+    std::vector<int32_t> index(slots);
+    for (size_t i = 0; i < slots; ++i) {
+      const float* k = a.keys[i];
+      if (!k) {
+        index[i] = -1;
+        continue;
+      }
+      auto [it, fresh] = row_of.emplace(k, static_cast<int32_t>(rows.size()));
+      if (fresh) rows.push_back(k);
+      index[i] = it->second;
+    }
+    std::vector<float> table(rows.size() * static_cast<size_t>(a.head_dim));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      std::memcpy(table.data() + r * a.head_dim, rows[r], sizeof(float) * a.head_dim);
+    }
+    const size_t qn = static_cast<size_t>(a.num_queries * a.num_heads * a.head_dim);
+    DI_ASSIGN_OR_RETURN(const float* dq, m.upload(a.q, qn));
+    DI_ASSIGN_OR_RETURN(const float* dkv, m.upload(table.data(), table.size()));
+    DI_ASSIGN_OR_RETURN(const int32_t* di, m.upload(index.data(), index.size()));
+    DI_ASSIGN_OR_RETURN(const float* ds, m.upload(a.sink, static_cast<size_t>(a.num_heads)));
+    DI_ASSIGN_OR_RETURN(float* dout, m.scratch<float>(qn));
+    DI_CUDA_RETURN_IF_ERROR(cuda::sparse_attention(dq, a.num_queries, a.num_heads, a.head_dim, dkv,
+                                                   di, a.num_keys, ds, a.softmax_scale, dout,
+                                                   m.stream));
+    return m.download(a.out, dout, qn);
+  });
+}
+
+void CudaOps::index_scores(const IndexScoreArgs& a) const {
+  Impl& m = *impl_;
+  m.run("index_scores", [&]() -> Status {
+    std::vector<float> keys(static_cast<size_t>(a.num_keys * a.head_dim));
+    for (int64_t s = 0; s < a.num_keys; ++s) {
+      std::memcpy(keys.data() + s * a.head_dim, a.keys[s], sizeof(float) * a.head_dim);
+    }
+    const size_t qn = static_cast<size_t>(a.num_queries * a.num_heads * a.head_dim);
+    DI_ASSIGN_OR_RETURN(const float* dq, m.upload(a.q, qn));
+    DI_ASSIGN_OR_RETURN(const float* dw,
+                        m.upload(a.weights, static_cast<size_t>(a.num_queries * a.num_heads)));
+    DI_ASSIGN_OR_RETURN(const float* dk, m.upload(keys.data(), keys.size()));
+    DI_ASSIGN_OR_RETURN(const int64_t* dv,
+                        m.upload(a.num_visible, static_cast<size_t>(a.num_queries)));
+    const size_t sn = static_cast<size_t>(a.num_queries * a.num_keys);
+    DI_ASSIGN_OR_RETURN(float* ds, m.scratch<float>(sn));
+    DI_CUDA_RETURN_IF_ERROR(cuda::index_scores(dq, dw, a.num_queries, a.num_heads, a.head_dim, dk,
+                                               a.num_keys, dv, ds, m.stream));
+    return m.download(a.scores, ds, sn);
+  });
+}
+
+void CudaOps::hc_mixes(ConstRowsView x,
+                       const float* fn,
+                       const float* scale,
+                       const float* base,
+                       int hc,
+                       int sinkhorn_iters,
+                       float hc_eps,
+                       float norm_eps,
+                       HcCoefficients* out) const {
+  cpu_.hc_mixes(x, fn, scale, base, hc, sinkhorn_iters, hc_eps, norm_eps, out);
+}
+
+void CudaOps::hc_collapse(ConstRowsView x, const float* pre, int hc, RowsView y) const {
+  Impl& m = *impl_;
+  m.run("hc_collapse", [&]() -> Status {
+    DI_ASSIGN_OR_RETURN(const float* dx, m.upload(x.data, static_cast<size_t>(x.rows * x.cols)));
+    DI_ASSIGN_OR_RETURN(const float* dp, m.upload(pre, static_cast<size_t>(x.rows * hc)));
+    const size_t n = static_cast<size_t>(y.rows * y.cols);
+    DI_ASSIGN_OR_RETURN(float* dy, m.scratch<float>(n));
+    DI_CUDA_RETURN_IF_ERROR(cuda::hc_collapse(dx, dp, x.rows, hc, y.cols, dy, m.stream));
+    return m.download(y.data, dy, n);
+  });
+}
+
+void CudaOps::hc_expand(ConstRowsView y,
+                        ConstRowsView residual,
+                        const HcCoefficients* coeff,
+                        int hc,
+                        RowsView out) const {
+  Impl& m = *impl_;
+  m.run("hc_expand", [&]() -> Status {
+    DI_ASSIGN_OR_RETURN(const float* dy, m.upload(y.data, static_cast<size_t>(y.rows * y.cols)));
+    DI_ASSIGN_OR_RETURN(
+        const float* dr,
+        m.upload(residual.data, static_cast<size_t>(residual.rows * residual.cols)));
+    DI_ASSIGN_OR_RETURN(const HcCoefficients* dc, m.upload(coeff, static_cast<size_t>(y.rows)));
+    const size_t n = static_cast<size_t>(out.rows * out.cols);
+    DI_ASSIGN_OR_RETURN(float* dout, m.scratch<float>(n));
+    DI_CUDA_RETURN_IF_ERROR(cuda::hc_expand(dy, dr, dc, y.rows, hc, y.cols, dout, m.stream));
+    return m.download(out.data, dout, n);
+  });
+}
+
+void CudaOps::moe_route(ConstRowsView x,
+                        const WeightView& gate,
+                        const float* bias,
+                        const RouteParams& params,
+                        int32_t* experts,
+                        float* weights) const {
+  // The gate product runs on the GPU; the per-row top-k runs on the host until routing moves
+  // into a device plan (design note, "What has to change").
+  std::vector<float> raw(static_cast<size_t>(x.rows * params.num_experts));
+  RowsView raw_view{raw.data(), x.rows, params.num_experts};
+  linear(x, gate, raw_view, /*round_bf16=*/false);
+  for (int64_t r = 0; r < x.rows; ++r) {
+    kernels::moe_route_row(raw_view.row(r), bias, params, experts + r * params.topk,
+                           weights + r * params.topk);
+  }
+}
+
+void CudaOps::swiglu(ConstRowsView gate,
+                     ConstRowsView up,
+                     const float* row_weight,
+                     float limit,
+                     RowsView out) const {
+  Impl& m = *impl_;
+  m.run("swiglu", [&]() -> Status {
+    const size_t n = static_cast<size_t>(gate.rows * gate.cols);
+    DI_ASSIGN_OR_RETURN(const float* dg, m.upload(gate.data, n));
+    DI_ASSIGN_OR_RETURN(const float* du, m.upload(up.data, n));
+    const float* drw = nullptr;
+    if (row_weight) {
+      DI_ASSIGN_OR_RETURN(drw, m.upload(row_weight, static_cast<size_t>(gate.rows)));
+    }
+    DI_ASSIGN_OR_RETURN(float* dout, m.scratch<float>(n));
+    DI_CUDA_RETURN_IF_ERROR(cuda::swiglu(dg, du, gate.rows, gate.cols, drw, limit, dout, m.stream));
+    return m.download(out.data, dout, n);
+  });
+}
+
+void CudaOps::engram_gate(
+    RowsView x, ConstRowsView kv, const float* qk_weight, int hc, float eps) const {
+  Impl& m = *impl_;
+  m.run("engram_gate", [&]() -> Status {
+    const int64_t dim = x.cols / hc;
+    const size_t n = static_cast<size_t>(x.rows * x.cols);
+    DI_ASSIGN_OR_RETURN(float* dx, m.upload(x.data, n));
+    DI_ASSIGN_OR_RETURN(const float* dkv,
+                        m.upload(kv.data, static_cast<size_t>(kv.rows * kv.cols)));
+    DI_ASSIGN_OR_RETURN(const float* dw, m.upload(qk_weight, static_cast<size_t>(hc * dim)));
+    // dim**-0.5 is a Python float in the reference, rounded to fp32 where it meets a tensor.
+    const float inv_sqrt_dim = static_cast<float>(std::pow(static_cast<double>(dim), -0.5));
+    DI_CUDA_RETURN_IF_ERROR(
+        cuda::engram_gate(dx, dkv, dw, x.rows, hc, dim, eps, inv_sqrt_dim, m.stream));
+    return m.download(x.data, dx, n);
+  });
+}
+
+void CudaOps::softmax_pool(
+    const float* kv, const float* score, int group, int64_t dim, float* out) const {
+  cpu_.softmax_pool(kv, score, group, dim, out);
+}
+
+}  // namespace di::backend

@@ -1,0 +1,86 @@
+// The CUDA backend: every op of backend::Ops on one GPU. Ops still take host pointers (the
+// interface of docs/design/2026-11-29-cuda-backend.md is not yet device-resident), so each call
+// stages its activations host -> device -> host on one stream and waits for it; weights
+// (WeightView) are uploaded once into the arena and cached by address, as they are immutable for
+// the life of a model. hc_mixes and softmax_pool run on the CPU backend, and moe_route's top-k
+// on the host after a GPU gate product (see docs/notes/cuda-kernels.md).
+//
+// Errors: the first failing CUDA call is latched in status(); later ops do nothing.
+// One CudaOps serves one caller at a time (calls are serialized by a mutex).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/ops.h"
+#include "util/status.h"
+#include "util/thread_pool.h"
+
+namespace di::backend {
+
+struct CudaOptions {
+  int device = 0;
+  size_t arena_bytes = size_t{4} << 30;
+};
+
+class CudaOps final : public Ops {
+ public:
+  // Fails (no abort) when no device is present or the arena cannot be allocated.
+  static Expected<std::unique_ptr<CudaOps>> create(ThreadPool& pool, const CudaOptions& options);
+  ~CudaOps() override;
+  const char* name() const override { return "cuda"; }
+  Status status() const override;
+
+  void linear(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16) const override;
+  void rms_norm(ConstRowsView x, const float* w, float eps, RowsView y) const override;
+  void fake_quant_fp8(RowsView x, int block) const override;
+  void fake_quant_fp4(RowsView x, Fp4ScaleKind kind) const override;
+  void rope(RowsView x,
+            int num_heads,
+            int head_dim,
+            int rope_offset,
+            const int64_t* positions,
+            const RopeTable& table,
+            bool inverse) const override;
+  void sparse_attention(const SparseAttentionArgs& args) const override;
+  void index_scores(const IndexScoreArgs& args) const override;
+  void hc_mixes(ConstRowsView x,
+                const float* fn,
+                const float* scale,
+                const float* base,
+                int hc,
+                int sinkhorn_iters,
+                float hc_eps,
+                float norm_eps,
+                HcCoefficients* out) const override;
+  void hc_collapse(ConstRowsView x, const float* pre, int hc, RowsView y) const override;
+  void hc_expand(ConstRowsView y,
+                 ConstRowsView residual,
+                 const HcCoefficients* coeff,
+                 int hc,
+                 RowsView out) const override;
+  void moe_route(ConstRowsView x,
+                 const WeightView& gate,
+                 const float* bias,
+                 const RouteParams& params,
+                 int32_t* experts,
+                 float* weights) const override;
+  void swiglu(ConstRowsView gate,
+              ConstRowsView up,
+              const float* row_weight,
+              float limit,
+              RowsView out) const override;
+  void engram_gate(
+      RowsView x, ConstRowsView kv, const float* qk_weight, int hc, float eps) const override;
+  void softmax_pool(
+      const float* kv, const float* score, int group, int64_t dim, float* out) const override;
+
+ private:
+  struct Impl;
+  explicit CudaOps(ThreadPool& pool, std::unique_ptr<Impl> impl);
+  CpuOps cpu_;  // the ops that have no GPU kernel yet
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace di::backend

@@ -1,0 +1,337 @@
+// Row-wise kernels: quantizers, RMSNorm, RoPE, SwiGLU, hyper-connection collapse/expand and the
+// Engram gate, each computing exactly what its kernels/ref twin computes (same operation order,
+// explicit round-to-nearest arithmetic). Correctness first: one thread per quantization block or
+// element, one block per row where a row reduction is needed.
+#include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/kernels.h"
+
+namespace di::backend::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(int64_t n) {
+  return static_cast<unsigned>((n + kThreads - 1) / kThreads);
+}
+
+__device__ float block_amax(const float* x, int n) {
+  float amax = 0;
+  for (int i = 0; i < n; ++i) amax = fmaxf(amax, fabsf(x[i]));
+  return amax;
+}
+
+__global__ void fake_quant_fp8_kernel(float* x, int64_t num_blocks, int block) {
+  const int64_t b = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (b >= num_blocks) return;
+  float* xb = x + b * block;
+  const float amax = fmaxf(block_amax(xb, block), 1e-4f);
+  const float s = pow2_ceil_scale(__fmul_rn(amax, __fdiv_rn(1.0f, 448.0f)));
+  for (int i = 0; i < block; ++i) {
+    const float v = fminf(fmaxf(__fdiv_rn(xb[i], s), -448.0f), 448.0f);
+    xb[i] = round_bf16(__fmul_rn(round_e4m3(v), s));
+  }
+}
+
+// One warp per 32-block, one element per lane: the block's amax is a max (order-free), so the
+// warp reduction gives the same scale as the sequential loop.
+__device__ __forceinline__ float warp_amax(float v) {
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__global__ void quantize_fp8_kernel(const float* x, int64_t num_blocks, float* q, float* scales) {
+  const int64_t b = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (b >= num_blocks) return;  // whole warps leave together (blockDim is a multiple of 32)
+  const float v = x[b * 32 + lane];
+  const float amax = fmaxf(warp_amax(fabsf(v)), 1e-4f);
+  const float s = pow2_ceil_scale(__fmul_rn(amax, __fdiv_rn(1.0f, 448.0f)));
+  if (lane == 0) scales[b] = s;
+  q[b * 32 + lane] = round_e4m3(fminf(fmaxf(__fdiv_rn(v, s), -448.0f), 448.0f));
+}
+
+__global__ void fake_quant_fp4_kernel(float* x, int64_t num_blocks, bool e4m3_scales) {
+  const int64_t b = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (b >= num_blocks) return;
+  const int block = e4m3_scales ? 16 : 32;
+  float* xb = x + b * block;
+  float amax = block_amax(xb, block);
+  float s;
+  if (e4m3_scales) {
+    amax = fmaxf(amax, 6.0f * 0.001953125f);
+    s = round_e4m3(__fdiv_rn(amax, 6.0f));
+  } else {
+    amax = fmaxf(amax, 6.0f * __uint_as_float(0x00800000u));  // 6 * 2^-126
+    s = pow2_ceil_scale(__fmul_rn(amax, __fdiv_rn(1.0f, 6.0f)));
+  }
+  for (int i = 0; i < block; ++i) {
+    const float v = fminf(fmaxf(__fdiv_rn(xb[i], s), -6.0f), 6.0f);
+    xb[i] = round_bf16(__fmul_rn(round_e2m1(v), s));
+  }
+}
+
+// One block per row: eight threads run the eight chains of sum_squares_f32, thread 0 combines.
+__global__ void rms_norm_kernel(const float* x, int64_t cols, const float* w, float eps, float* y) {
+  __shared__ float lanes[8];
+  __shared__ float r;
+  const float* xr = x + blockIdx.x * cols;
+  const int64_t full = cols / 8 * 8;
+  if (threadIdx.x < 8) {
+    float l = 0;
+    for (int64_t k = threadIdx.x; k < full; k += 8) l = __fadd_rn(l, __fmul_rn(xr[k], xr[k]));
+    lanes[threadIdx.x] = l;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float s = __fadd_rn(__fadd_rn(__fadd_rn(lanes[0], lanes[1]), __fadd_rn(lanes[2], lanes[3])),
+                        __fadd_rn(__fadd_rn(lanes[4], lanes[5]), __fadd_rn(lanes[6], lanes[7])));
+    for (int64_t k = full; k < cols; ++k) s = __fadd_rn(s, __fmul_rn(xr[k], xr[k]));
+    const float var = __fdiv_rn(s, static_cast<float>(cols));
+    r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, eps)));
+  }
+  __syncthreads();
+  float* yr = y + blockIdx.x * cols;
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+    yr[i] = round_bf16(__fmul_rn(w[i], __fmul_rn(xr[i], r)));
+  }
+}
+
+__global__ void rope_kernel(float* x,
+                            int64_t rows,
+                            int64_t row_stride,
+                            int num_heads,
+                            int head_dim,
+                            int rope_offset,
+                            const int64_t* positions,
+                            const float* inv_freq,
+                            int num_freq,
+                            bool inverse) {
+  const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (t >= rows * num_heads * num_freq) return;
+  const int i = static_cast<int>(t % num_freq);
+  const int h = static_cast<int>(t / num_freq % num_heads);
+  const int64_t r = t / num_freq / num_heads;
+  float* p = x + r * row_stride + static_cast<int64_t>(h) * head_dim + rope_offset + 2 * i;
+  const float angle = __fmul_rn(static_cast<float>(positions[r]), inv_freq[i]);
+  const float c = static_cast<float>(cos(static_cast<double>(angle)));
+  const float sn = static_cast<float>(sin(static_cast<double>(angle)));
+  const float s = inverse ? -sn : sn;
+  const float a = p[0], b = p[1];
+  p[0] = round_bf16(__fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s)));
+  p[1] = round_bf16(__fadd_rn(__fmul_rn(a, s), __fmul_rn(b, c)));
+}
+
+__global__ void swiglu_kernel(const float* g,
+                              const float* u,
+                              int64_t rows,
+                              int64_t cols,
+                              const float* row_weight,
+                              float limit,
+                              float* out) {
+  const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (t >= rows * cols) return;
+  float gate = g[t], up = u[t];
+  if (limit > 0) {
+    up = fminf(fmaxf(up, -limit), limit);
+    gate = fminf(gate, limit);
+  }
+  const float silu = __fdiv_rn(gate, __fadd_rn(1.0f, exp_f32(-gate)));
+  const float rw = row_weight ? row_weight[t / cols] : 1.0f;
+  out[t] = round_bf16(__fmul_rn(rw, __fmul_rn(silu, up)));
+}
+
+__global__ void hc_collapse_kernel(
+    const float* x, const float* pre, int64_t rows, int hc, int64_t dim, float* y) {
+  const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (t >= rows * dim) return;
+  const int64_t r = t / dim, d = t % dim;
+  float s = 0;
+  for (int k = 0; k < hc; ++k)
+    s = __fadd_rn(s, __fmul_rn(pre[r * hc + k], x[(r * hc + k) * dim + d]));
+  y[t] = round_bf16(s);
+}
+
+__global__ void hc_expand_kernel(const float* y,
+                                 const float* residual,
+                                 const HcCoefficients* coeff,
+                                 int64_t rows,
+                                 int hc,
+                                 int64_t dim,
+                                 float* out) {
+  const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (t >= rows * hc * dim) return;
+  const int64_t d = t % dim;
+  const int j = static_cast<int>(t / dim % hc);
+  const int64_t r = t / dim / hc;
+  const HcCoefficients& c = coeff[r];
+  const float* res = residual + r * hc * dim;
+  float mixed = 0;
+  for (int i = 0; i < hc; ++i)
+    mixed = __fadd_rn(mixed, __fmul_rn(c.comb[i * hc + j], res[i * dim + d]));
+  out[t] = round_bf16(__fadd_rn(__fmul_rn(c.post[j], y[r * dim + d]), mixed));
+}
+
+// One block per (row, copy k); threads 0..7 run the chains of the three row reductions.
+__global__ void engram_gate_kernel(float* x,
+                                   const float* kv,
+                                   const float* qk_weight,
+                                   int hc,
+                                   int64_t dim,
+                                   float eps,
+                                   float inv_sqrt_dim) {
+  __shared__ float lanes[3][8];
+  __shared__ float gate;
+  const int64_t r = blockIdx.x / hc;
+  const int k = static_cast<int>(blockIdx.x % hc);
+  float* xk = x + (r * hc + k) * dim;
+  const float* row_kv = kv + r * (hc + 1) * dim;
+  const float* key = row_kv + k * dim;
+  const float* value = row_kv + hc * dim;
+  const float* wk = qk_weight + k * dim;
+  const int64_t full = dim / 8 * 8;
+  if (threadIdx.x < 8) {
+    float hx = 0, kk = 0, dot = 0;
+    for (int64_t d = threadIdx.x; d < full; d += 8) {
+      hx = __fadd_rn(hx, __fmul_rn(xk[d], xk[d]));
+      kk = __fadd_rn(kk, __fmul_rn(key[d], key[d]));
+      dot = __fadd_rn(dot, __fmul_rn(__fmul_rn(xk[d], wk[d]), key[d]));
+    }
+    lanes[0][threadIdx.x] = hx;
+    lanes[1][threadIdx.x] = kk;
+    lanes[2][threadIdx.x] = dot;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float s[3];
+    for (int q = 0; q < 3; ++q) {
+      const float* l = lanes[q];
+      s[q] = __fadd_rn(__fadd_rn(__fadd_rn(l[0], l[1]), __fadd_rn(l[2], l[3])),
+                       __fadd_rn(__fadd_rn(l[4], l[5]), __fadd_rn(l[6], l[7])));
+    }
+    for (int64_t d = full; d < dim; ++d) {
+      s[0] = __fadd_rn(s[0], __fmul_rn(xk[d], xk[d]));
+      s[1] = __fadd_rn(s[1], __fmul_rn(key[d], key[d]));
+      s[2] = __fadd_rn(s[2], __fmul_rn(__fmul_rn(xk[d], wk[d]), key[d]));
+    }
+    const float fd = static_cast<float>(dim);
+    const float rstd = __fmul_rn(__fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(s[0], fd), eps))),
+                                 __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(s[1], fd), eps))));
+    const float dot = __fmul_rn(__fmul_rn(s[2], rstd), inv_sqrt_dim);
+    const float mag = __fsqrt_rn(fmaxf(fabsf(dot), 1e-6f));
+    gate = __fdiv_rn(1.0f, __fadd_rn(1.0f, exp_f32(-copysignf(mag, dot))));
+  }
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+    xk[i] = round_bf16(__fadd_rn(xk[i], __fmul_rn(gate, value[i])));
+  }
+}
+
+}  // namespace
+
+cudaError_t fake_quant_fp8(float* x, int64_t rows, int64_t cols, int block, cudaStream_t s) {
+  const int64_t n = rows * (cols / block);
+  if (n == 0) return cudaSuccess;
+  fake_quant_fp8_kernel<<<grid_for(n), kThreads, 0, s>>>(x, n, block);
+  return cudaGetLastError();
+}
+
+cudaError_t quantize_fp8(
+    const float* x, int64_t rows, int64_t cols, float* q, float* scales, cudaStream_t s) {
+  const int64_t n = rows * (cols / 32);
+  if (n == 0) return cudaSuccess;
+  quantize_fp8_kernel<<<grid_for(n * 32), kThreads, 0, s>>>(x, n, q, scales);
+  return cudaGetLastError();
+}
+
+cudaError_t fake_quant_fp4(
+    float* x, int64_t rows, int64_t cols, Fp4ScaleKind kind, cudaStream_t s) {
+  const bool e4m3 = kind == Fp4ScaleKind::kE4m3Block16;
+  const int64_t n = rows * (cols / (e4m3 ? 16 : 32));
+  if (n == 0) return cudaSuccess;
+  fake_quant_fp4_kernel<<<grid_for(n), kThreads, 0, s>>>(x, n, e4m3);
+  return cudaGetLastError();
+}
+
+cudaError_t rms_norm(const float* x,
+                     int64_t rows,
+                     int64_t cols,
+                     const float* w,
+                     float eps,
+                     float* y,
+                     cudaStream_t s) {
+  if (rows == 0) return cudaSuccess;
+  rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, cols, w, eps, y);
+  return cudaGetLastError();
+}
+
+cudaError_t rope(float* x,
+                 int64_t rows,
+                 int64_t row_stride,
+                 int num_heads,
+                 int head_dim,
+                 int rope_offset,
+                 const int64_t* positions,
+                 const float* inv_freq,
+                 int num_freq,
+                 bool inverse,
+                 cudaStream_t s) {
+  const int64_t n = rows * num_heads * num_freq;
+  if (n == 0) return cudaSuccess;
+  rope_kernel<<<grid_for(n), kThreads, 0, s>>>(x, rows, row_stride, num_heads, head_dim,
+                                               rope_offset, positions, inv_freq, num_freq, inverse);
+  return cudaGetLastError();
+}
+
+cudaError_t swiglu(const float* gate,
+                   const float* up,
+                   int64_t rows,
+                   int64_t cols,
+                   const float* row_weight,
+                   float limit,
+                   float* out,
+                   cudaStream_t s) {
+  const int64_t n = rows * cols;
+  if (n == 0) return cudaSuccess;
+  swiglu_kernel<<<grid_for(n), kThreads, 0, s>>>(gate, up, rows, cols, row_weight, limit, out);
+  return cudaGetLastError();
+}
+
+cudaError_t hc_collapse(
+    const float* x, const float* pre, int64_t rows, int hc, int64_t dim, float* y, cudaStream_t s) {
+  const int64_t n = rows * dim;
+  if (n == 0) return cudaSuccess;
+  hc_collapse_kernel<<<grid_for(n), kThreads, 0, s>>>(x, pre, rows, hc, dim, y);
+  return cudaGetLastError();
+}
+
+cudaError_t hc_expand(const float* y,
+                      const float* residual,
+                      const HcCoefficients* coeff,
+                      int64_t rows,
+                      int hc,
+                      int64_t dim,
+                      float* out,
+                      cudaStream_t s) {
+  const int64_t n = rows * hc * dim;
+  if (n == 0) return cudaSuccess;
+  hc_expand_kernel<<<grid_for(n), kThreads, 0, s>>>(y, residual, coeff, rows, hc, dim, out);
+  return cudaGetLastError();
+}
+
+cudaError_t engram_gate(float* x,
+                        const float* kv,
+                        const float* qk_weight,
+                        int64_t rows,
+                        int hc,
+                        int64_t dim,
+                        float eps,
+                        float inv_sqrt_dim,
+                        cudaStream_t s) {
+  if (rows == 0) return cudaSuccess;
+  engram_gate_kernel<<<static_cast<unsigned>(rows * hc), kThreads, 0, s>>>(x, kv, qk_weight, hc,
+                                                                           dim, eps, inv_sqrt_dim);
+  return cudaGetLastError();
+}
+
+}  // namespace di::backend::cuda

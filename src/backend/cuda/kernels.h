@@ -1,0 +1,115 @@
+// Host-side launchers of the CUDA kernels. Every pointer is device memory; every launcher only
+// enqueues work on `stream` (no host synchronisation) and returns the launch's error, if any.
+// Numerics are those of the CPU backend (docs/design/2026-11-29-cuda-backend.md): each kernel's
+// comment says whether it is bitwise equal to its kernels/ref twin.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/ops.h"
+
+namespace di::backend::cuda {
+
+// A weight matrix resident in device memory, in its checkpoint storage format.
+struct DeviceWeight {
+  WeightFormat format = WeightFormat::kBF16;
+  int64_t out_features = 0;
+  int64_t in_features = 0;
+  const uint8_t* data = nullptr;
+  const uint8_t* scale = nullptr;
+};
+
+// --- elementwise.cu (bitwise: quantizers, rms_norm, hc_collapse/expand; rope, swiglu and
+// engram_gate use correctly rounded exp/sin/cos, see device_numeric.cuh) ---
+cudaError_t fake_quant_fp8(float* x, int64_t rows, int64_t cols, int block, cudaStream_t s);
+cudaError_t fake_quant_fp4(float* x, int64_t rows, int64_t cols, Fp4ScaleKind kind, cudaStream_t s);
+// act_quant for a GEMM: e4m3 values (as floats) [rows, cols] and ue8m0 scales [rows, cols / 32].
+cudaError_t quantize_fp8(
+    const float* x, int64_t rows, int64_t cols, float* q, float* scales, cudaStream_t s);
+cudaError_t rms_norm(const float* x,
+                     int64_t rows,
+                     int64_t cols,
+                     const float* w,
+                     float eps,
+                     float* y,
+                     cudaStream_t s);
+cudaError_t rope(float* x,
+                 int64_t rows,
+                 int64_t row_stride,
+                 int num_heads,
+                 int head_dim,
+                 int rope_offset,
+                 const int64_t* positions,
+                 const float* inv_freq,
+                 int num_freq,
+                 bool inverse,
+                 cudaStream_t s);
+cudaError_t swiglu(const float* gate,
+                   const float* up,
+                   int64_t rows,
+                   int64_t cols,
+                   const float* row_weight,
+                   float limit,
+                   float* out,
+                   cudaStream_t s);
+cudaError_t hc_collapse(
+    const float* x, const float* pre, int64_t rows, int hc, int64_t dim, float* y, cudaStream_t s);
+cudaError_t hc_expand(const float* y,
+                      const float* residual,
+                      const HcCoefficients* coeff,
+                      int64_t rows,
+                      int hc,
+                      int64_t dim,
+                      float* out,
+                      cudaStream_t s);
+cudaError_t engram_gate(float* x,
+                        const float* kv,
+                        const float* qk_weight,
+                        int64_t rows,
+                        int hc,
+                        int64_t dim,
+                        float eps,
+                        float inv_sqrt_dim,
+                        cudaStream_t s);
+
+// --- gemm.cu (bitwise) ---
+// y = bf16(sum over 32-blocks in K order of (block dot * a_scale) * w_scale) for FP8/FP4 weights.
+cudaError_t block_scaled_gemm(const float* q,
+                              const float* scales,
+                              int64_t rows,
+                              const DeviceWeight& w,
+                              float* y,
+                              cudaStream_t s);
+// BF16/F32 weights: y = x . w in the 8-lane order, bf16-rounded when round_bf16.
+cudaError_t dense_gemm(
+    const float* x, int64_t rows, const DeviceWeight& w, float* y, bool round_bf16, cudaStream_t s);
+
+// --- attention.cu ---
+// Sparse sink attention; keys are rows of `kv` (head_dim floats) named per query by
+// `key_index` [num_queries, num_keys], -1 for an empty slot (the layout FlashMLA's indices use).
+cudaError_t sparse_attention(const float* q,
+                             int64_t num_queries,
+                             int num_heads,
+                             int head_dim,
+                             const float* kv,
+                             const int32_t* key_index,
+                             int64_t num_keys,
+                             const float* sink,
+                             float softmax_scale,
+                             float* out,
+                             cudaStream_t s);
+// Indexer scores over contiguous key rows [num_keys, head_dim] (bitwise).
+cudaError_t index_scores(const float* q,
+                         const float* weights,
+                         int64_t num_queries,
+                         int num_heads,
+                         int head_dim,
+                         const float* keys,
+                         int64_t num_keys,
+                         const int64_t* num_visible,
+                         float* scores,
+                         cudaStream_t s);
+
+}  // namespace di::backend::cuda

@@ -1,0 +1,35 @@
+#include "backend/select.h"
+
+#include "backend/cpu/cpu_ops.h"
+#ifdef DI_HAVE_CUDA
+#include "backend/cuda/cuda_ops.h"
+#endif
+
+namespace di::backend {
+
+bool cuda_backend_built() {
+#ifdef DI_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptions& options) {
+  if (options.name == "cpu") return std::unique_ptr<Ops>(std::make_unique<CpuOps>(pool));
+  if (options.name == "cuda") {
+#ifdef DI_HAVE_CUDA
+    CudaOptions co;
+    co.arena_bytes = options.cuda_arena_bytes;
+    auto ops = CudaOps::create(pool, co);
+    if (!ops) return ops.status().with_context("cuda backend");
+    return std::unique_ptr<Ops>(std::move(ops).value());
+#else
+    return unimplemented(
+        "cuda backend: this binary was built without it (configure with -DDEEPINFER_CUDA=ON)");
+#endif
+  }
+  return invalid_argument("unknown backend '" + options.name + "' (cpu or cuda)");
+}
+
+}  // namespace di::backend

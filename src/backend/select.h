@@ -1,0 +1,25 @@
+// Backend selection by name ("cpu" or "cuda") for the commands that run the model. A build
+// without DEEPINFER_CUDA, or a machine without a device, gets a clear Status instead of a backend.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "backend/ops.h"
+#include "util/status.h"
+#include "util/thread_pool.h"
+
+namespace di::backend {
+
+struct BackendOptions {
+  std::string name = "cpu";
+  size_t cuda_arena_bytes = size_t{4} << 30;
+};
+
+Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptions& options);
+
+// Whether this binary was built with the CUDA backend.
+bool cuda_backend_built();
+
+}  // namespace di::backend

@@ -1,0 +1,20 @@
+// The --backend flags shared by the commands that run the model (check-golden, generate, bench).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstddef>
+
+#include "backend/select.h"
+
+namespace di::cli {
+
+inline void add_backend_flags(CLI::App& app, backend::BackendOptions& opts) {
+  app.add_option("--backend", opts.name, "cpu (default) or cuda (needs a DEEPINFER_CUDA build)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option_function<size_t>(
+         "--cuda-arena-mb", [&opts](size_t mb) { opts.cuda_arena_bytes = mb << 20; },
+         "device memory arena, allocated once at start-up (default 4096)")
+      ->check(CLI::PositiveNumber);
+}
+
+}  // namespace di::cli

@@ -1,0 +1,91 @@
+// CudaOps sparse attention and indexer scores against CpuOps, and the error path: a device error
+// is latched in status() rather than aborting.
+#include "cuda_test_util.h"
+
+namespace di::backend::testing {
+namespace {
+
+TEST_F(CudaOpsTest, SparseAttentionMatchesCpu) {
+  const int64_t nq = 5, nk = 150;  // three key blocks, the last one partial
+  const int heads = 4, dim = 64;
+  auto q = random_rows(static_cast<size_t>(nq * heads * dim), 61);
+  auto kv = random_rows(static_cast<size_t>(200 * dim), 62);
+  auto sink = random_rows(static_cast<size_t>(heads), 63);
+  std::mt19937 rng(64);
+  std::uniform_int_distribution<int> pick(-20, 199);
+  std::vector<const float*> keys(static_cast<size_t>(nq * nk));
+  for (auto& k : keys) {
+    const int r = pick(rng);
+    k = r < 0 ? nullptr : kv.data() + static_cast<int64_t>(r) * dim;
+  }
+  for (int64_t i = 0; i < nk; ++i) keys[static_cast<size_t>(3 * nk + i)] = nullptr;  // no keys
+  SparseAttentionArgs a;
+  a.q = q.data();
+  a.num_queries = nq;
+  a.num_heads = heads;
+  a.head_dim = dim;
+  a.keys = keys.data();
+  a.num_keys = nk;
+  a.sink = sink.data();
+  a.softmax_scale = 0.125f;
+  std::vector<float> cpu(q.size()), gpu(q.size(), NAN);
+  a.out = cpu.data();
+  cpu_.sparse_attention(a);
+  a.out = gpu.data();
+  gpu_->sparse_attention(a);
+  expect_nearly_bitwise(gpu, cpu, 0.99, 1.0 / 64, "sparse_attention");
+}
+
+TEST_F(CudaOpsTest, IndexScoresMatchCpuBitwise) {
+  const int64_t nq = 3, nk = 70;
+  const int heads = 8, dim = 32;
+  auto q = random_rows(static_cast<size_t>(nq * heads * dim), 71);
+  auto w = random_rows(static_cast<size_t>(nq * heads), 72);
+  auto k = random_rows(static_cast<size_t>(nk * dim), 73);
+  std::vector<const float*> keys;
+  for (int64_t s = 0; s < nk; ++s) keys.push_back(k.data() + s * dim);
+  std::vector<int64_t> visible = {70, 3, 0};
+  IndexScoreArgs a;
+  a.q = q.data();
+  a.weights = w.data();
+  a.num_queries = nq;
+  a.num_heads = heads;
+  a.head_dim = dim;
+  a.keys = keys.data();
+  a.num_keys = nk;
+  a.num_visible = visible.data();
+  std::vector<float> cpu(static_cast<size_t>(nq * nk)), gpu(cpu.size(), NAN);
+  a.scores = cpu.data();
+  cpu_.index_scores(a);
+  a.scores = gpu.data();
+  gpu_->index_scores(a);
+  expect_bitwise(gpu, cpu, "index_scores");
+}
+
+TEST(CudaOpsErrors, ArenaExhaustionIsAStatusNotAnAbort) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
+  ThreadPool pool(1);
+  auto ops = CudaOps::create(pool, CudaOptions{0, size_t{1} << 20});
+  ASSERT_TRUE(ops.has_value()) << ops.status().to_string();
+  RandomWeight w = random_weight(WeightFormat::kFP8, 2048, 1024, 1);  // 2 MiB of weights
+  auto x = random_rows(1024, 2);
+  std::vector<float> y(2048);
+  (*ops)->linear({x.data(), 1, 1024}, w.view, {y.data(), 1, 2048}, true);
+  EXPECT_EQ((*ops)->status().code(), StatusCode::kResourceExhausted)
+      << (*ops)->status().to_string();
+  // Later ops do nothing once an error is latched.
+  (*ops)->fake_quant_fp8({x.data(), 1, 1024}, 32);
+  EXPECT_FALSE((*ops)->status().ok());
+}
+
+TEST(CudaOpsErrors, NoDeviceIsAStatus) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) GTEST_SKIP() << "a device is present";
+  ThreadPool pool(1);
+  auto ops = CudaOps::create(pool, CudaOptions{});
+  EXPECT_FALSE(ops.has_value());
+}
+
+}  // namespace
+}  // namespace di::backend::testing

@@ -1,0 +1,167 @@
+// CudaOps against CpuOps on random inputs: GEMMs, quantizers and row-wise ops. Bitwise where the
+// backend contract (docs/design/2026-11-29-cuda-backend.md) demands it; ops that call exp / sin /
+// cos are compared near-bitwise (see cuda_test_util.h).
+#include "cuda_test_util.h"
+
+namespace di::backend::testing {
+namespace {
+
+struct LinearCase {
+  WeightFormat format;
+  int64_t rows, out, in;
+  bool round;
+};
+
+std::string linear_case_name(const ::testing::TestParamInfo<LinearCase>& info) {
+  static const char* kNames[] = {"bf16", "f32", "fp8", "fp4"};
+  const LinearCase& c = info.param;
+  return std::string(kNames[static_cast<int>(c.format)]) + "_" + std::to_string(c.rows) + "x" +
+         std::to_string(c.out) + "x" + std::to_string(c.in);
+}
+
+class CudaLinear : public CudaOpsTest, public ::testing::WithParamInterface<LinearCase> {};
+
+TEST_P(CudaLinear, MatchesCpuBitwise) {
+  const LinearCase c = GetParam();
+  RandomWeight w = random_weight(c.format, c.out, c.in, 7);
+  auto x = random_rows(static_cast<size_t>(c.rows * c.in), 11);
+  std::vector<float> cpu(static_cast<size_t>(c.rows * c.out)), gpu(cpu.size(), NAN);
+  cpu_.linear({x.data(), c.rows, c.in}, w.view, {cpu.data(), c.rows, c.out}, c.round);
+  gpu_->linear({x.data(), c.rows, c.in}, w.view, {gpu.data(), c.rows, c.out}, c.round);
+  ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+  expect_bitwise(gpu, cpu, "linear");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes,
+                         CudaLinear,
+                         ::testing::Values(LinearCase{WeightFormat::kFP8, 1, 96, 256, true},
+                                           LinearCase{WeightFormat::kFP8, 5, 100, 5120, true},
+                                           LinearCase{WeightFormat::kFP8, 16, 64, 96, true},
+                                           LinearCase{WeightFormat::kFP8, 45, 130, 320, true},
+                                           LinearCase{WeightFormat::kFP8, 70, 130, 320, true},
+                                           LinearCase{WeightFormat::kFP4, 3, 64, 256, true},
+                                           LinearCase{WeightFormat::kFP4, 40, 72, 512, true},
+                                           LinearCase{WeightFormat::kBF16, 3, 50, 131, true},
+                                           LinearCase{WeightFormat::kF32, 2, 33, 64, false}),
+                         linear_case_name);
+
+// A row's output does not depend on the batch it is computed in, nor on which kernel (decode for
+// one row, tiled for 70) the batch size selects.
+TEST_F(CudaOpsTest, LinearIsBatchInvariant) {
+  RandomWeight w = random_weight(WeightFormat::kFP8, 160, 384, 3);
+  const int64_t rows = 70;  // more than the decode kernel takes: the tiled kernel
+  auto x = random_rows(static_cast<size_t>(rows * 384), 5);
+  std::vector<float> all(static_cast<size_t>(rows * 160)), one(160);
+  gpu_->linear({x.data(), rows, 384}, w.view, {all.data(), rows, 160}, true);
+  for (int64_t r = 0; r < rows; r += 13) {
+    gpu_->linear({x.data() + r * 384, 1, 384}, w.view, {one.data(), 1, 160}, true);
+    expect_bitwise(one, std::vector<float>(all.begin() + r * 160, all.begin() + (r + 1) * 160),
+                   "row alone vs in batch");
+  }
+}
+
+TEST_F(CudaOpsTest, FakeQuantMatchesCpuBitwise) {
+  for (int block : {32, 64, 128}) {
+    auto x = random_rows(6 * 512, 21, 3.0f);
+    x[7] = 1e-7f;  // tiny blocks hit the amax floor
+    auto cpu = x, gpu = x;
+    cpu_.fake_quant_fp8({cpu.data(), 6, 512}, block);
+    gpu_->fake_quant_fp8({gpu.data(), 6, 512}, block);
+    expect_bitwise(gpu, cpu, "fake_quant_fp8");
+  }
+  for (Fp4ScaleKind kind : {Fp4ScaleKind::kUe8m0Block32, Fp4ScaleKind::kE4m3Block16}) {
+    auto x = random_rows(5 * 256, 22, 0.7f);
+    auto cpu = x, gpu = x;
+    cpu_.fake_quant_fp4({cpu.data(), 5, 256}, kind);
+    gpu_->fake_quant_fp4({gpu.data(), 5, 256}, kind);
+    expect_bitwise(gpu, cpu, "fake_quant_fp4");
+  }
+}
+
+TEST_F(CudaOpsTest, RmsNormAndHyperConnectionsMatchCpuBitwise) {
+  const int64_t rows = 7, cols = 5123;  // a tail past the 8-lane chains
+  auto x = random_rows(static_cast<size_t>(rows * cols), 31);
+  auto w = random_rows(static_cast<size_t>(cols), 32);
+  std::vector<float> cpu(x.size()), gpu(x.size());
+  cpu_.rms_norm({x.data(), rows, cols}, w.data(), 1e-6f, {cpu.data(), rows, cols});
+  gpu_->rms_norm({x.data(), rows, cols}, w.data(), 1e-6f, {gpu.data(), rows, cols});
+  expect_bitwise(gpu, cpu, "rms_norm");
+
+  const int hc = 4;
+  const int64_t dim = 96;
+  auto res = random_rows(static_cast<size_t>(rows * hc * dim), 33);
+  auto pre = random_rows(static_cast<size_t>(rows * hc), 34);
+  std::vector<float> yc(static_cast<size_t>(rows * dim)), yg(yc.size());
+  cpu_.hc_collapse({res.data(), rows, hc * dim}, pre.data(), hc, {yc.data(), rows, dim});
+  gpu_->hc_collapse({res.data(), rows, hc * dim}, pre.data(), hc, {yg.data(), rows, dim});
+  expect_bitwise(yg, yc, "hc_collapse");
+
+  std::vector<HcCoefficients> coeff(static_cast<size_t>(rows));
+  std::mt19937 rng(35);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  for (auto& c : coeff) {
+    for (float& v : c.post) v = u(rng);
+    for (float& v : c.comb) v = u(rng);
+  }
+  std::vector<float> oc(res.size()), og(res.size());
+  cpu_.hc_expand({yc.data(), rows, dim}, {res.data(), rows, hc * dim}, coeff.data(), hc,
+                 {oc.data(), rows, hc * dim});
+  gpu_->hc_expand({yc.data(), rows, dim}, {res.data(), rows, hc * dim}, coeff.data(), hc,
+                  {og.data(), rows, hc * dim});
+  expect_bitwise(og, oc, "hc_expand");
+}
+
+TEST_F(CudaOpsTest, MoeRouteMatchesCpu) {
+  const int64_t rows = 9, dim = 256;
+  RouteParams p;
+  p.num_experts = 64;
+  p.topk = 6;
+  p.route_scale = 2.5f;
+  RandomWeight gate = random_weight(WeightFormat::kF32, p.num_experts, dim, 41);
+  auto x = random_rows(static_cast<size_t>(rows * dim), 42);
+  auto bias = random_rows(static_cast<size_t>(p.num_experts), 43, 0.01f);
+  std::vector<int32_t> ec(static_cast<size_t>(rows * p.topk)), eg(ec.size());
+  std::vector<float> wc(ec.size()), wg(ec.size());
+  cpu_.moe_route({x.data(), rows, dim}, gate.view, bias.data(), p, ec.data(), wc.data());
+  gpu_->moe_route({x.data(), rows, dim}, gate.view, bias.data(), p, eg.data(), wg.data());
+  EXPECT_EQ(eg, ec);
+  expect_bitwise(wg, wc, "moe_route weights");
+}
+
+TEST_F(CudaOpsTest, TranscendentalOpsMatchCpuNearlyBitwise) {
+  const int64_t rows = 6, cols = 512;
+  auto g = random_rows(static_cast<size_t>(rows * cols), 51, 3.0f);
+  auto u = random_rows(static_cast<size_t>(rows * cols), 52, 3.0f);
+  auto rw = random_rows(static_cast<size_t>(rows), 53);
+  std::vector<float> sc(g.size()), sg(g.size());
+  cpu_.swiglu({g.data(), rows, cols}, {u.data(), rows, cols}, rw.data(), 7.0f,
+              {sc.data(), rows, cols});
+  gpu_->swiglu({g.data(), rows, cols}, {u.data(), rows, cols}, rw.data(), 7.0f,
+               {sg.data(), rows, cols});
+  expect_nearly_bitwise(sg, sc, 0.999, 1.0 / 128, "swiglu");
+
+  RopeTable table;
+  for (int i = 0; i < 32; ++i) table.inv_freq.push_back(std::pow(10000.0f, -i / 32.0f));
+  std::vector<int64_t> pos = {0, 1, 17, 4095, 65536, 1000003};
+  for (bool inverse : {false, true}) {
+    auto rc = g, rg = g;
+    cpu_.rope({rc.data(), rows, cols}, 4, 128, 64, pos.data(), table, inverse);
+    gpu_->rope({rg.data(), rows, cols}, 4, 128, 64, pos.data(), table, inverse);
+    expect_nearly_bitwise(rg, rc, 0.999, 1.0 / 128, "rope");
+  }
+
+  const int hc = 4;
+  const int64_t dim = 128;
+  auto x = random_rows(static_cast<size_t>(rows * hc * dim), 54);
+  auto kv = random_rows(static_cast<size_t>(rows * (hc + 1) * dim), 55);
+  auto qk = random_rows(static_cast<size_t>(hc * dim), 56);
+  auto ec = x, eg = x;
+  cpu_.engram_gate({ec.data(), rows, hc * dim}, {kv.data(), rows, (hc + 1) * dim}, qk.data(), hc,
+                   1e-6f);
+  gpu_->engram_gate({eg.data(), rows, hc * dim}, {kv.data(), rows, (hc + 1) * dim}, qk.data(), hc,
+                    1e-6f);
+  expect_nearly_bitwise(eg, ec, 0.999, 1.0 / 128, "engram_gate");
+}
+
+}  // namespace
+}  // namespace di::backend::testing

@@ -1,0 +1,133 @@
+// Shared pieces of the CUDA backend tests: a CudaOps next to a CpuOps (or a skip when the machine
+// has no device), random weights in every storage format, and bitwise / near-bitwise comparison.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cuda/cuda_ops.h"
+#include "tensor/numeric.h"
+
+namespace di::backend::testing {
+
+class CudaOpsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
+    auto ops = CudaOps::create(pool_, CudaOptions{0, size_t{512} << 20});
+    ASSERT_TRUE(ops.has_value()) << ops.status().to_string();
+    gpu_ = std::move(ops).value();
+  }
+  void TearDown() override {
+    if (gpu_) {
+      EXPECT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+    }
+  }
+  ThreadPool pool_{2};
+  CpuOps cpu_{pool_};
+  std::unique_ptr<CudaOps> gpu_;
+};
+
+inline std::vector<float> random_rows(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = round_bf16(d(rng));
+  return v;
+}
+
+struct RandomWeight {
+  WeightView view;
+  std::vector<uint8_t> data, scale;
+};
+
+inline RandomWeight random_weight(WeightFormat f, int64_t out, int64_t in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  RandomWeight w;
+  w.view = {f, out, in, nullptr, nullptr};
+  auto bytes = [&](size_t n, auto pick) {
+    std::vector<uint8_t> v(n);
+    for (auto& b : v) b = pick();
+    return v;
+  };
+  std::uniform_int_distribution<int> any(0, 255), exp(118, 124);
+  switch (f) {
+    case WeightFormat::kFP8:
+      w.data = bytes(static_cast<size_t>(out * in), [&] {
+        int b = any(rng);
+        return static_cast<uint8_t>((b & 0x7f) == 0x7f ? b - 1 : b);  // no NaN codes
+      });
+      w.scale = bytes(static_cast<size_t>(((out + 31) / 32) * ((in + 31) / 32)),
+                      [&] { return static_cast<uint8_t>(exp(rng)); });
+      break;
+    case WeightFormat::kFP4:
+      w.data =
+          bytes(static_cast<size_t>(out * in / 2), [&] { return static_cast<uint8_t>(any(rng)); });
+      w.scale =
+          bytes(static_cast<size_t>(out * in / 32), [&] { return static_cast<uint8_t>(exp(rng)); });
+      break;
+    case WeightFormat::kBF16: {
+      auto v = random_rows(static_cast<size_t>(out * in), seed, 0.05f);
+      w.data.resize(v.size() * 2);
+      for (size_t i = 0; i < v.size(); ++i) {
+        const uint16_t h = float_to_bf16(v[i]);
+        std::memcpy(w.data.data() + 2 * i, &h, 2);
+      }
+      break;
+    }
+    case WeightFormat::kF32: {
+      auto v = random_rows(static_cast<size_t>(out * in), seed, 0.05f);
+      w.data.resize(v.size() * 4);
+      std::memcpy(w.data.data(), v.data(), w.data.size());
+      break;
+    }
+  }
+  w.view.data = w.data.data();
+  w.view.scale = w.scale.empty() ? nullptr : w.scale.data();
+  return w;
+}
+
+// Bitwise equality, with the first differing element reported.
+inline void expect_bitwise(const std::vector<float>& gpu,
+                           const std::vector<float>& cpu,
+                           const char* what) {
+  ASSERT_EQ(gpu.size(), cpu.size()) << what;
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    if (float_bits(gpu[i]) != float_bits(cpu[i])) {
+      ADD_FAILURE() << what << ": element " << i << ": gpu " << gpu[i] << " cpu " << cpu[i];
+      return;
+    }
+  }
+}
+
+// For ops whose only difference can be a transcendental function's last-bit rounding (glibc's
+// fp32 exp/sin/cos against the GPU's correctly rounded ones): at least `min_equal` of the
+// elements bitwise equal, and every element within `rel` of the CPU value.
+inline void expect_nearly_bitwise(const std::vector<float>& gpu,
+                                  const std::vector<float>& cpu,
+                                  double min_equal,
+                                  double rel,
+                                  const char* what) {
+  ASSERT_EQ(gpu.size(), cpu.size()) << what;
+  size_t equal = 0;
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    if (float_bits(gpu[i]) == float_bits(cpu[i])) {
+      ++equal;
+      continue;
+    }
+    ASSERT_LE(std::fabs(gpu[i] - cpu[i]), rel * std::fabs(cpu[i]) + 1e-30)
+        << what << ": element " << i << ": gpu " << gpu[i] << " cpu " << cpu[i];
+  }
+  EXPECT_GE(static_cast<double>(equal), min_equal * static_cast<double>(gpu.size()))
+      << what << ": " << equal << " of " << gpu.size() << " bitwise equal";
+}
+
+}  // namespace di::backend::testing
