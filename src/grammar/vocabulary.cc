@@ -59,6 +59,13 @@ std::shared_ptr<const TokenTrie> TokenTrie::build(const Vocabulary& vocab) {
   close_to(0);
   t->skip_[0] = static_cast<uint32_t>(t->byte_.size());
   t->tok_begin_.push_back(static_cast<uint32_t>(t->toks_.size()));
+  // Children follow their parent in preorder, so one backward pass folds subtrees upwards.
+  t->sub_bytes_.assign(t->byte_.size(), ByteSet{});
+  for (size_t i = t->byte_.size(); i-- > 1;) {
+    ByteSet& up = t->sub_bytes_[t->parent_[i]];
+    up |= t->sub_bytes_[i];
+    up.set(t->byte_[i]);
+  }
   return t;
 }
 
