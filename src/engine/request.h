@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 
 namespace di::engine {
 
@@ -33,6 +34,8 @@ struct Request {
   int max_tokens = 16;
   std::vector<int32_t> stop_token_ids;  // generation stops after emitting one of these
   int priority = 0;  // lower values are served first (as in vLLM); ties: arrival order
+  // Structured output: masks each sampled position (null: unconstrained). Owned per sequence.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 // One token generated in a step, with its logprob data when requested.
