@@ -8,6 +8,7 @@
 
 #include "grammar/compiled_grammar.h"
 #include "grammar/earley.h"
+#include "grammar/string_body.h"
 #include "util/check.h"
 
 namespace di::grammar {
@@ -24,7 +25,13 @@ struct Config {
   bool ex = false;       // ...or could end earlier on this path (after the first byte)
   int32_t table = -1;    // offset of its 256 transitions in trans_, -1: not shared
   ByteSet loops, exits;  // bytes known to map it back to itself / elsewhere
+  int8_t body = -1;      // behaves like StringBodyDfa's loop: -1 unknown, 0 no, 1 yes
 };
+
+// Below this many trie nodes a subtree is cheaper to walk than to prove a string body.
+constexpr uint32_t kMinBodySubtree = 64;
+// Pairs a string-body proof may visit (the DFA has 8 states; a body needs few more).
+constexpr size_t kMaxBodyPairs = 32;
 
 class Walker {
  public:
@@ -38,6 +45,11 @@ class Walker {
   void replay_to(uint32_t d);
   int32_t step(int32_t parent, uint32_t d, uint8_t b, bool keep);
   bool loops_on(int32_t c, uint32_t d, const ByteSet& bytes);
+  int32_t probe(int32_t c, uint32_t d, uint8_t b);
+  bool is_string_body(int32_t c, uint32_t d);
+  bool bisimulate(int32_t c, int r, uint32_t d);
+  std::vector<uint64_t> pairs_;   // pairs of the proof in progress
+  std::vector<uint64_t> proven_;  // pairs of finished proofs: bisimilar, no need to explore
 
   const NfaGrammar& g_;
   const TokenTrie& t_;
@@ -101,18 +113,72 @@ void Walker::replay_to(uint32_t d) {
 int32_t Walker::step(int32_t parent, uint32_t d, uint8_t b, bool keep) {
   const int32_t table = cfg_[parent].table;
   if (table >= 0 && trans_[table + b] != kUnknown) return trans_[table + b];
-  const bool ex = d >= 2 && (cfg_[parent].ex || cfg_[parent].final);
   replay_to(d - 1);
-  int32_t c = kDead;
-  if (p_.push_byte(b)) {
-    c = intern(ex);
-    if (keep)
-      pdepth_ = d;
-    else
-      p_.pop();
+  const int32_t c = probe(parent, d - 1, b);
+  if (keep && c != kDead) {
+    DI_CHECK(p_.push_byte(b));
+    pdepth_ = d;
   }
-  if (table >= 0) trans_[table + b] = c;
   return c;
+}
+
+// Transition of c on b, the parser standing at c (depth d); leaves the parser there.
+int32_t Walker::probe(int32_t c, uint32_t d, uint8_t b) {
+  const int32_t table = cfg_[c].table;
+  if (table >= 0 && trans_[table + b] != kUnknown) return trans_[table + b];
+  const bool ex = d + 1 >= 2 && (cfg_[c].ex || cfg_[c].final);
+  int32_t next = kDead;
+  if (p_.push_byte(b)) {
+    next = intern(ex);
+    p_.pop();
+  }
+  if (table >= 0) trans_[table + b] = next;
+  return next;
+}
+
+// Whether c (at depth d of the current path) accepts exactly StringBodyDfa's language from its
+// loop state on every byte but '"' and '\\', without the root rule ending in between: then a
+// token without those bytes is accepted iff its bytes are a string-body prefix.
+bool Walker::is_string_body(int32_t c, uint32_t d) {
+  if (cfg_[c].body < 0) {
+    replay_to(d);
+    pairs_.clear();
+    if (at_.size() < d + kMaxBodyPairs + 2) at_.resize(d + kMaxBodyPairs + 2);
+    const bool ok = bisimulate(c, StringBodyDfa::kLoop, d);
+    cfg_[c].body = ok ? 1 : 0;
+    // A proof covers every configuration it paired with the loop state.
+    for (uint64_t pr : pairs_)
+      if (ok && (pr & 0xFF) == StringBodyDfa::kLoop) cfg_[static_cast<int32_t>(pr >> 8)].body = 1;
+    if (ok) proven_.insert(proven_.end(), pairs_.begin(), pairs_.end());
+  }
+  return cfg_[c].body == 1;
+}
+
+// Explores pairs (configuration, DFA state) reachable together; the parser stands at c.
+bool Walker::bisimulate(int32_t c, int r, uint32_t d) {
+  const uint64_t pair = (uint64_t{static_cast<uint32_t>(c)} << 8) | static_cast<uint32_t>(r);
+  if (std::find(pairs_.begin(), pairs_.end(), pair) != pairs_.end()) return true;
+  if (std::find(proven_.begin(), proven_.end(), pair) != proven_.end()) return true;
+  if (pairs_.size() >= kMaxBodyPairs || cfg_[c].table < 0 || cfg_[c].final) return false;
+  pairs_.push_back(pair);
+  at_[d] = c;
+  for (int b = 0; b < 256; ++b) {
+    if (b == '"' || b == '\\') continue;
+    const int r2 = StringBodyDfa::step(r, static_cast<uint8_t>(b));
+    const int32_t c2 = probe(c, d, static_cast<uint8_t>(b));
+    if ((c2 == kDead) != (r2 == StringBodyDfa::kDead)) return false;
+    if (c2 == kDead) continue;
+    if (cfg_[c2].ex != cfg_[c].ex) return false;
+    const uint64_t p2 = (uint64_t{static_cast<uint32_t>(c2)} << 8) | static_cast<uint32_t>(r2);
+    if (std::find(pairs_.begin(), pairs_.end(), p2) != pairs_.end()) continue;
+    if (std::find(proven_.begin(), proven_.end(), p2) != proven_.end()) continue;
+    DI_CHECK(p_.push_byte(static_cast<uint8_t>(b)));
+    const bool ok = bisimulate(c2, r2, d + 1);
+    p_.pop();
+    at_[d] = c;
+    if (!ok) return false;
+  }
+  return true;
 }
 
 // Whether every byte of `bytes` maps c (at depth d of the current path) back to c.
@@ -126,7 +192,8 @@ bool Walker::loops_on(int32_t c, uint32_t d, const ByteSet& bytes) {
     while (todo) {
       const uint8_t b = static_cast<uint8_t>(w * 64 + __builtin_ctzll(todo));
       todo &= todo - 1;
-      const bool loop = step(c, d + 1, b, /*keep=*/false) == c;
+      replay_to(d);
+      const bool loop = probe(c, d, b) == c;
       (loop ? cfg_[c].loops : cfg_[c].exits).set(b);
       if (!loop) return false;
     }
@@ -169,6 +236,21 @@ std::unique_ptr<StateMask> Walker::run() {
     accepted.insert(accepted.end(), t.tokens_begin(i), t.tokens_end(i));
     if (t.skip(i) > i + 1 && loops_on(c, d, t.subtree_bytes(i))) {
       accepted.insert(accepted.end(), t.subtree_tokens_begin(i), t.subtree_tokens_end(i));
+      i = t.skip(i);
+      continue;
+    }
+    const ByteSet& below = t.subtree_bytes(i);
+    if (t.skip(i) > i + kMinBodySubtree && t.body_state(i) == StringBodyDfa::kLoop &&
+        !below.test('"') && !below.test('\\') && is_string_body(c, d)) {
+      // The path so far ends between characters, so a token below is accepted iff its whole
+      // byte string is a string-body prefix (the DFA is deterministic).
+      for (uint32_t j = i + 1; j < t.skip(i); ++j) {
+        if (t.tokens_begin(j) == t.tokens_end(j)) continue;
+        if (t.body_state(j) != StringBodyDfa::kDead)
+          accepted.insert(accepted.end(), t.tokens_begin(j), t.tokens_end(j));
+        else if (cfg_[c].ex)
+          out->uncertain.push_back(j);
+      }
       i = t.skip(i);
       continue;
     }

@@ -55,6 +55,8 @@ class TokenTrie {
   // Bytes on the edges strictly below `node` (lets the mask walk accept a whole subtree at once
   // when the parser loops on all of them).
   const ByteSet& subtree_bytes(uint32_t node) const { return sub_bytes_[node]; }
+  // StringBodyDfa state after the node's bytes from kLoop (kDead: not a string-body prefix).
+  int body_state(uint32_t node) const { return body_state_[node]; }
   // Preorder node of a text token, or -1 for special/empty tokens.
   int32_t node_of(int32_t id) const { return node_of_[id]; }
 
@@ -70,6 +72,7 @@ class TokenTrie {
   std::vector<uint32_t> depth_, skip_, tok_begin_, parent_;
   std::vector<int32_t> toks_, node_of_;
   std::vector<ByteSet> sub_bytes_;
+  std::vector<int8_t> body_state_;
 };
 
 }  // namespace di::grammar
