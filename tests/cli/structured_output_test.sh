@@ -57,7 +57,7 @@ for seed in range(1, 4):
     add("choice:%d" % seed, {"prompt": "Pick:", "seed": seed,
                              "guided_choice": ["alpha", "beta", "gamma delta"]})
     add("ebnf:%d" % seed, {"prompt": "Sum:", "seed": seed,
-                           "ebnf": 'root ::= num plus{0,3}\nplus ::= " + " num\nnum ::= [1-9] [0-9]{0,2}'})
+                           "ebnf": 'root ::= num (" + " num){0,3}\nnum ::= [1-9] [0-9]{0,2}'})
     # json_object bounds nothing, so a random model can write one string forever: the seeds
     # here are ones whose object ends within max_tokens (outputs are seed-deterministic).
     if seed >= 2:
