@@ -61,6 +61,29 @@ json without_types(json s, const json& t) {
   return s;
 }
 
+// not {required: [k]}: an object without k (required holds vacuously for non-objects, so its
+// negation also demands an object). Declaring k with the false schema keeps it out, also as an
+// additional or pattern property.
+json without_key(json s, const json& req) {
+  if (!req.is_array() || req.size() != 1 || !req[0].is_string()) return s;
+  const std::string k = req[0].get<std::string>();
+  if (s.contains("required") && s["required"].is_array())
+    for (const json& r : s["required"])
+      if (r == k) return json(false);
+  if (s.contains("type")) {
+    const json& t = s["type"];
+    bool object = t == "object";
+    if (t.is_array())
+      for (const json& x : t) object = object || x == "object";
+    if (!object) return json(false);
+  }
+  if (s.contains("properties") && !s["properties"].is_object()) return s;
+  s["type"] = "object";
+  s["properties"][k] = false;
+  s.erase("not");
+  return s;
+}
+
 }  // namespace
 
 json rewrite_not(json s) {
@@ -83,6 +106,11 @@ json rewrite_not(json s) {
       parts.push_back(n["not"]);
       s["allOf"] = parts;
       continue;
+    }
+    if (k == "required") {
+      json r = without_key(s, n["required"]);
+      if (r.is_object() && r.contains("not")) break;  // several keys: "one of them absent"
+      return r;
     }
     if (k == "type") {
       json r = without_types(s, n["type"]);

@@ -125,6 +125,13 @@ TEST(grammar_json_schema, NegationsWithAPositiveForm) {
   ASSERT_TRUE(nothing.ok());
   EXPECT_FALSE(nothing.accepts("1"));
   EXPECT_TRUE(Schema(R"({"not":false})").accepts("[]"));
+  Schema no_b(R"({"properties":{"a":{"type":"integer"}},"not":{"required":["b"]}})");
+  ASSERT_TRUE(no_b.ok()) << no_b.status().message();
+  EXPECT_TRUE(no_b.accepts(R"({"a": 1})"));
+  EXPECT_TRUE(no_b.accepts(R"({"c": 1})"));
+  EXPECT_FALSE(no_b.accepts(R"({"b": 1})"));
+  EXPECT_FALSE(no_b.accepts(R"({"a": 1, "b": 2})"));
+  EXPECT_FALSE(no_b.accepts("1"));
   // "A number that is not an integer" has no grammar here: refused, naming the keyword.
   Schema frac(R"({"not":{"type":"integer"}})");
   ASSERT_FALSE(frac.ok());
