@@ -71,7 +71,7 @@ for seed in range(1, 4):
                           "response_format": {"type": "json_schema", "json_schema":
                                               {"name": "p", "schema": schemas["person"]}}}})
 add("bad:not", {"prompt": "x", "response_format": {"type": "json_schema", "json_schema":
-                {"schema": {"not": {"type": "string"}}}}})
+                {"schema": {"not": {"enum": [1]}}}}})
 add("bad:two", {"prompt": "x", "regex": "a", "guided_choice": ["a"]})
 add("bad:regex", {"prompt": "x", "structured_outputs": {"regex": "(a"}})
 add("bad:tag", {"prompt": "x", "structured_outputs": {"structural_tag": "{}"}})
