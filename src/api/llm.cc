@@ -51,8 +51,31 @@ Expected<std::unique_ptr<LLM>> LLM::create(const std::string& model_dir,
   return llm;
 }
 
+Expected<StructuredOutputCompiler*> LLM::structured_outputs() {
+  if (so_compiler_) return so_compiler_.get();
+  if (!tokenizer_) {
+    return invalid_argument("structured outputs need a byte-level BPE tokenizer.json in the " +
+                            std::string("checkpoint (") + tokenizer_error_ + ")");
+  }
+  DI_ASSIGN_OR_RETURN(so_compiler_,
+                      StructuredOutputCompiler::create(
+                          *tokenizer_, static_cast<size_t>(model_->config().vocab_size)));
+  return so_compiler_.get();
+}
+
 Status LLM::start(size_t index, const Prompt& prompt, const GenerationParams& params) {
   Active::Pending p;
+  std::optional<StructuredOutput> so = params.structured_output;
+  std::optional<int32_t> think_end;
+  if (so) {
+    DI_ASSIGN_OR_RETURN(StructuredOutputCompiler * compiler, structured_outputs());
+    if (!so->compiled) DI_RETURN_IF_ERROR(compiler->prepare(*so));
+    // A thinking-mode chat prompt ends inside <think>: the answer starts after </think>.
+    if (prompt.chat && prompt.chat->thinking && prompt.chat->add_generation_prompt) {
+      think_end = compiler->think_end_id();
+      if (!think_end) return invalid_argument("thinking mode: the tokenizer has no </think>");
+    }
+  }
   p.out.index = index;
   if (prompt.chat) {
     if (!tokenizer_) {
@@ -97,6 +120,7 @@ Status LLM::start(size_t index, const Prompt& prompt, const GenerationParams& pa
     if (eos_id_ && !params.ignore_eos) r.stop_token_ids.push_back(*eos_id_);
     r.priority = params.priority;
     if (!started.empty()) r.share_prompt_with = started.front();
+    if (so) r.constraint = std::make_shared<GrammarConstraint>(so->compiled, think_end);
     if (Status s = engine_->add_request(std::move(r)); !s.ok()) {
       for (engine::RequestId id : started) {
         engine_->abort_request(id);

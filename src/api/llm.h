@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "api/grammar_constraint.h"
+#include "api/structured_output.h"
 #include "backend/cpu/cpu_ops.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -43,6 +45,9 @@ struct GenerationParams {
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;  // do not stop at the tokenizer's end-of-sentence token
   int priority = 0;         // lower first
+  // Constrains each choice's text (JSON Schema, regex, choice, EBNF). Compiled on start() unless
+  // already compiled (see read_structured_output). In thinking mode it applies after </think>.
+  std::optional<StructuredOutput> structured_output;
 };
 
 struct Choice {
@@ -81,6 +86,9 @@ class LLM {
   const recipe::Tokenizer* tokenizer() const { return tokenizer_ ? &*tokenizer_ : nullptr; }
   const std::string& tokenizer_error() const { return tokenizer_error_; }
   engine::Engine& engine() { return *engine_; }
+  // Compiles structured outputs against this checkpoint's tokenizer (thread-safe; built on first
+  // use). Error when the checkpoint has no BPE tokenizer.
+  Expected<StructuredOutputCompiler*> structured_outputs();
   const model::ModelConfig& config() const { return model_->config(); }
 
  private:
@@ -100,6 +108,7 @@ class LLM {
   std::optional<int32_t> eos_id_;
   engine::RequestId next_id_ = 0;
   std::unique_ptr<Active> active_;
+  std::unique_ptr<StructuredOutputCompiler> so_compiler_;
 };
 
 }  // namespace di::api

@@ -128,6 +128,7 @@ Status read_sampling(const json& body, GenerationParams& p, BatchEndpoint endpoi
       DI_RETURN_IF_ERROR(read_number(body, "top_logprobs", s.top_logprobs));
     }
   }
+  DI_ASSIGN_OR_RETURN(p.structured_output, parse_structured_output(body));
   return engine::validate_sampling(s);
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/grammar_constraint.h"
 #include "grammar/vocabulary.h"
 #include "recipe/tokenizer/tokenizer.h"
 #include "util/status.h"
@@ -19,10 +20,7 @@ class InstanceTokenizer {
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
 };
 
-// vocab_size: rows of the logit matrix (129,280 for DeepSeek); ids past the tokenizer's are empty.
-// Special (added control) tokens are never free text for a grammar.
-Expected<grammar::Vocabulary> vocabulary_from_tokenizer(const recipe::Tokenizer& tok,
-                                                        size_t vocab_size);
+using api::vocabulary_from_tokenizer;
 
 // Instances as untrusted text: special-token spellings stay text.
 class BpeInstanceTokenizer : public InstanceTokenizer {

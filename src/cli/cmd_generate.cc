@@ -1,5 +1,6 @@
 // deepinfer generate --model DIR --prompt-ids 1,2,3 --max-tokens N [--temperature T --top-p P
-//                    --top-k K --seed S]
+//                    --top-k K --seed S] [--json-schema FILE | --regex RE | --choice S ... |
+//                    --grammar FILE | --json-object]
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <fstream>
@@ -7,10 +8,13 @@
 #include <optional>
 #include <sstream>
 
+#include "api/grammar_constraint.h"
+#include "backend/cpu/cpu_ops.h"
 #include "backend/select.h"
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
 #include "cli/parse_flags.h"
+#include "cli/structured_output_flags.h"
 #include "engine/sampler.h"
 #include "model/model.h"
 #include "recipe/chat/chat_request_json.h"
@@ -71,7 +75,14 @@ int run_generate_command(int argc, char** argv) {
   app.add_option("--threads", threads, "CPU threads (default: all cores)");
   backend::BackendOptions backend_opts;
   add_backend_flags(app, backend_opts);
+  StructuredOutputFlags so_flags;
+  so_flags.add_to(app);
   DI_PARSE_FLAGS(app, argc, argv);
+  auto so = so_flags.spec();
+  if (!so) {
+    std::cerr << "deepinfer generate: " << so.status().message() << "\n";
+    return 2;
+  }
   if (Status s = engine::validate_sampling(sp); !s.ok()) {
     std::cerr << "deepinfer generate: " << s.message() << "\n";
     return 2;
@@ -96,8 +107,8 @@ int run_generate_command(int argc, char** argv) {
   std::optional<recipe::Tokenizer> tokenizer;
   std::optional<recipe::ParserOptions> parse_options;
   Expected<std::vector<int32_t>> ids = std::vector<int32_t>{};
-  if (!text.empty() || !chat_file.empty()) {
-    const char* flag = text.empty() ? "--chat" : "--prompt";
+  if (!text.empty() || !chat_file.empty() || *so) {
+    const char* flag = *so ? "structured output" : text.empty() ? "--chat" : "--prompt";
     auto tok = recipe::Tokenizer::from_file(dir + "/tokenizer.json");
     if (!tok) {
       std::cerr << "deepinfer generate: " << flag
@@ -107,7 +118,9 @@ int run_generate_command(int argc, char** argv) {
       return 2;
     }
     tokenizer.emplace(std::move(tok).value());
-    if (!text.empty()) {
+    if (chat_file.empty() && text.empty()) {
+      // structured output with --prompt-ids: the tokenizer is only needed for the grammar
+    } else if (!text.empty()) {
       ids = tokenizer->encode(text);
     } else {
       std::ifstream in(chat_file);
@@ -128,12 +141,27 @@ int run_generate_command(int argc, char** argv) {
       ids = rendered->ids;
       parse_options = recipe::ParserOptions{request->thinking, {}};
     }
-    if (ids->empty()) {
+    if (ids->empty() && (!text.empty() || !chat_file.empty())) {
       std::cerr << "deepinfer generate: " << flag << " encodes to no tokens\n";
       return 2;
     }
-  } else {
-    ids = parse_ids(prompt, c.vocab_size);
+  }
+  if (text.empty() && chat_file.empty()) ids = parse_ids(prompt, c.vocab_size);
+  std::unique_ptr<api::GrammarConstraint> constraint;
+  std::optional<int32_t> eos;
+  if (*so) {
+    auto compiler = api::StructuredOutputCompiler::create(*tokenizer, c.vocab_size);
+    Status s = compiler ? (*compiler)->prepare(**so) : compiler.status();
+    if (!s.ok()) {
+      std::cerr << "deepinfer generate: " << s.message() << "\n";
+      return 2;
+    }
+    // In thinking mode the answer (and the grammar) starts after </think>.
+    std::optional<int32_t> think_end;
+    if (parse_options && parse_options->thinking) think_end = (*compiler)->think_end_id();
+    constraint = std::make_unique<api::GrammarConstraint>((*so)->compiled, think_end);
+    const int32_t e = (*compiler)->trie().eos_id();
+    if (e >= 0) eos = e;
   }
   if (!ids) {
     std::cerr << "deepinfer generate: " << ids.status().message() << "\n";
@@ -162,9 +190,12 @@ int run_generate_command(int argc, char** argv) {
     }
     if (i == 0)
       prefill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (constraint) constraint->apply(logits);
     int32_t tok = engine::sample_token(logits, sp, 0, static_cast<uint64_t>(seq.num_tokens));
+    if (constraint) constraint->accept(tok);
     out.push_back(tok);
     std::cout << (i ? "," : "") << tok << std::flush;
+    if (constraint && tok == eos) break;  // the constrained text is complete
     next = {tok};
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

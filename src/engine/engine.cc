@@ -347,7 +347,7 @@ void Engine::complete_step(const StepPlan& plan,
     const size_t np = static_cast<size_t>(seq.num_prompt_tokens);
     // The position of the new token keys the RNG: the same after a preemption's recompute.
     SampleResult r = sampler_.sample(row_logits, req.sampling, all.first(np), all.subspan(np),
-                                     req.stream, seq.tokens.size());
+                                     req.stream, seq.tokens.size(), req.constraint.get());
     seq.tokens.push_back(r.token);
     stats_.num_generated_tokens++;
     RequestUpdate u{seq.id,

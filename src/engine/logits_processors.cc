@@ -57,6 +57,8 @@ TokenLogprobs compute_logprobs(std::span<const float> logits,
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   });
   for (int32_t i = 0; i < k; ++i) {
+    // Tokens a constraint ruled out (-inf) are no alternatives: the list ends before them.
+    if (!std::isfinite(logits[ids[i]])) break;
     out.top.emplace_back(ids[i], static_cast<float>(logits[ids[i]] - log_z));
   }
   return out;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 
 namespace di::engine {
 
@@ -36,6 +37,8 @@ struct Request {
   // n > 1: the id of a request with the same prompt; this one waits until that one has
   // prefilled its prompt, then starts from its prefix-cache snapshot instead of prefilling again.
   RequestId share_prompt_with = -1;
+  // Structured output: masks each sampled position (null: unconstrained). Owned per sequence.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 // One token generated in a step, with its logprob data when requested.

@@ -119,12 +119,15 @@ SampleResult Sampler::sample(std::span<float> logits,
                              std::span<const int32_t> prompt,
                              std::span<const int32_t> output,
                              uint64_t stream,
-                             uint64_t position) {
+                             uint64_t position,
+                             TokenConstraint* constraint) {
   counts_.resize(logits.size(), 0);
   apply_penalties(logits, p, prompt, output, counts_);
   apply_logit_bias(logits, p.logit_bias);
+  if (constraint) constraint->apply(logits);
   SampleResult r;
   r.token = draw(logits, p, stream, position);
+  if (constraint) constraint->accept(r.token);
   if (p.logprobs) r.logprobs = compute_logprobs(logits, r.token, p.top_logprobs, ids_);
   return r;
 }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/token_constraint.h"
 #include "util/status.h"
 
 namespace di::engine {
@@ -59,12 +60,14 @@ class Sampler {
   // logits: [vocab] fp32, modified in place (penalties and bias applied). `prompt` and `output`
   // are the sequence's tokens so far (penalties). Logprobs are log-softmax of the penalized,
   // biased logits before temperature and filtering (what the model proposed, as vLLM reports).
+  // A constraint masks the logits after penalties and bias and then sees the drawn token.
   SampleResult sample(std::span<float> logits,
                       const SamplingParams& p,
                       std::span<const int32_t> prompt,
                       std::span<const int32_t> output,
                       uint64_t stream,
-                      uint64_t position);
+                      uint64_t position,
+                      TokenConstraint* constraint = nullptr);
 
   // The filtering draw with this object's scratch (sample_token without allocation).
   int32_t draw(std::span<const float> logits,

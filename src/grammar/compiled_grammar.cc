@@ -3,7 +3,7 @@
 
 #include <unordered_map>
 
-#include "grammar/earley.h"
+#include "grammar/state_walk.h"
 
 namespace di::grammar {
 
@@ -41,7 +41,7 @@ const StateMask& CompiledGrammar::state_mask(uint32_t q) const {
   const bool shared = !key.empty();
   std::shared_ptr<const StateMask> m = shared ? store_->find(key) : nullptr;
   if (!m) {
-    m = compute(q);
+    m = compute_state_mask(*nfa_, *trie_, q);
     if (shared) store_->insert(key, m);
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -96,44 +96,6 @@ size_t CompiledGrammar::cached_states() const {
   size_t n = 0;
   for (auto& c : cache_) n += c != nullptr;
   return n;
-}
-
-// Walks the trie with a parser rooted at q. exited[d] says whether q's rule could end after
-// 1..d-1 bytes of the current path; a token that dies after such a point is uncertain.
-std::unique_ptr<StateMask> CompiledGrammar::compute(uint32_t q) const {
-  const TokenTrie& t = *trie_;
-  auto out = std::make_unique<StateMask>();
-  EarleyParser p(nfa_.get());
-  p.reset(q);
-  std::vector<uint8_t> exited(1, 0);
-  std::vector<int32_t> accepted;
-  const uint32_t n = static_cast<uint32_t>(t.num_nodes());
-  uint32_t i = 1;
-  while (i < n) {
-    uint32_t d = t.depth(i);
-    p.truncate(d);  // sets 0..d-1 stay: the path to the parent
-    exited.resize(d);
-    bool ex = d >= 2 && (exited[d - 1] || p.root_final(d - 1));
-    if (d == 1) ex = false;
-    if (p.push_byte(t.byte(i))) {
-      exited.push_back(ex);
-      for (const int32_t* k = t.tokens_begin(i); k != t.tokens_end(i); ++k) accepted.push_back(*k);
-      ++i;
-      continue;
-    }
-    if (ex) {
-      for (uint32_t j = i; j < t.skip(i); ++j)
-        if (t.tokens_begin(j) != t.tokens_end(j)) out->uncertain.push_back(j);
-    }
-    i = t.skip(i);
-  }
-  if (accepted.size() * 32 < t.vocab_size()) {
-    out->accepted_ids = std::move(accepted);
-  } else {
-    out->accepted_bits.assign((t.vocab_size() + 31) / 32, 0);
-    for (int32_t id : accepted) out->accepted_bits[id >> 5] |= 1u << (id & 31);
-  }
-  return out;
 }
 
 }  // namespace di::grammar

@@ -48,7 +48,6 @@ class CompiledGrammar {
   size_t cached_states() const;
 
  private:
-  std::unique_ptr<StateMask> compute(uint32_t q) const;
   // Canonical text of the sub-grammar reachable from rule r.
   std::string canonical(RuleId r) const;
 

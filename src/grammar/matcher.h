@@ -32,6 +32,7 @@ class GrammarMatcher {
   void rollback(size_t n);
   void reset();
 
+  const CompiledGrammar& grammar() const { return *g_; }
   bool can_terminate() const { return !terminated_ && parser_.accepting(); }
   bool is_terminated() const { return terminated_; }
   size_t num_accepted() const { return history_.size(); }

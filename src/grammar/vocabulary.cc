@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "grammar/string_body.h"
+
 namespace di::grammar {
 
 std::shared_ptr<const TokenTrie> TokenTrie::build(const Vocabulary& vocab) {
@@ -59,6 +61,19 @@ std::shared_ptr<const TokenTrie> TokenTrie::build(const Vocabulary& vocab) {
   close_to(0);
   t->skip_[0] = static_cast<uint32_t>(t->byte_.size());
   t->tok_begin_.push_back(static_cast<uint32_t>(t->toks_.size()));
+  t->body_state_.assign(t->byte_.size(), StringBodyDfa::kLoop);
+  for (size_t i = 1; i < t->byte_.size(); ++i) {
+    const int up = t->body_state_[t->parent_[i]];
+    t->body_state_[i] =
+        static_cast<int8_t>(up == StringBodyDfa::kDead ? up : StringBodyDfa::step(up, t->byte_[i]));
+  }
+  // Children follow their parent in preorder, so one backward pass folds subtrees upwards.
+  t->sub_bytes_.assign(t->byte_.size(), ByteSet{});
+  for (size_t i = t->byte_.size(); i-- > 1;) {
+    ByteSet& up = t->sub_bytes_[t->parent_[i]];
+    up |= t->sub_bytes_[i];
+    up.set(t->byte_[i]);
+  }
   return t;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "grammar/byte_set.h"
+
 namespace di::grammar {
 
 struct Vocabulary {
@@ -42,6 +44,19 @@ class TokenTrie {
   // Tokens ending exactly at `node`.
   const int32_t* tokens_begin(uint32_t node) const { return toks_.data() + tok_begin_[node]; }
   const int32_t* tokens_end(uint32_t node) const { return toks_.data() + tok_begin_[node + 1]; }
+  // Tokens ending strictly below `node`: one contiguous run, because tokens are stored in
+  // preorder of their nodes.
+  const int32_t* subtree_tokens_begin(uint32_t node) const {
+    return toks_.data() + tok_begin_[node + 1];
+  }
+  const int32_t* subtree_tokens_end(uint32_t node) const {
+    return toks_.data() + tok_begin_[skip_[node]];
+  }
+  // Bytes on the edges strictly below `node` (lets the mask walk accept a whole subtree at once
+  // when the parser loops on all of them).
+  const ByteSet& subtree_bytes(uint32_t node) const { return sub_bytes_[node]; }
+  // StringBodyDfa state after the node's bytes from kLoop (kDead: not a string-body prefix).
+  int body_state(uint32_t node) const { return body_state_[node]; }
   // Preorder node of a text token, or -1 for special/empty tokens.
   int32_t node_of(int32_t id) const { return node_of_[id]; }
 
@@ -56,6 +71,8 @@ class TokenTrie {
   std::vector<uint8_t> byte_;
   std::vector<uint32_t> depth_, skip_, tok_begin_, parent_;
   std::vector<int32_t> toks_, node_of_;
+  std::vector<ByteSet> sub_bytes_;
+  std::vector<int8_t> body_state_;
 };
 
 }  // namespace di::grammar

@@ -216,8 +216,10 @@ class EbnfParser {
       fail("token terminals (<...>) are not supported yet", StatusCode::kUnimplemented);
     if (is_name_char(c)) {
       std::string name = parse_name();
-      skip_inline_space();
-      if (peek() == '(') return parse_macro(name);
+      // Only xgrammar's macro names start a call: `num ("," num)*` is a rule and then a group.
+      if (peek() == '(' &&
+          (name == "Regex" || name == "TagDispatch" || name == "Token" || name == "ExcludeToken"))
+        return parse_macro(name);
       return g_.ref(rule_id(name));
     }
     fail(std::string("unexpected character '") + c + "'");

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "grammar/json_schema/converter.h"
+#include "grammar/json_schema/not_rewrite.h"
 
 namespace di::grammar {
 
@@ -325,8 +326,14 @@ ExprId SchemaConverter::value(const json& s_in, const std::string& path, int dep
     g_.set_body(r, value(target, ref, depth + 1));
     return g_.ref(r);
   }
-  json s = s_in;
-  if (s.contains("allOf") || s.contains("$ref")) s = merge_all_of(s, path, depth);
+  // A rewritten `not {not: X}` adds an allOf part, so merging and rewriting alternate.
+  json s = rewrite_not(s_in);
+  if (s.is_object() && (s.contains("allOf") || s.contains("$ref")))
+    s = rewrite_not(merge_all_of(s, path, depth));
+  for (int round = 0; s.is_object() && s.contains("allOf"); ++round) {
+    if (round == 8) unsupported(path, "allOf/not nesting this deep");
+    s = rewrite_not(merge_all_of(s, path, depth));
+  }
   if (s.is_boolean()) return value(s, path, depth + 1);
   check_keywords(s, path);
 

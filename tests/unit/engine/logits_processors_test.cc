@@ -56,6 +56,15 @@ TEST(LogitsProcessors, LogprobsAreLogSoftmaxWithTopK) {
   EXPECT_NEAR(lp.top[0].second, 3.0 - z, 1e-6);
 }
 
+TEST(LogitsProcessors, MaskedTokensAreNoTopAlternatives) {
+  std::vector<float> l = {-INFINITY, 0.5f, -INFINITY, 0.0f};
+  std::vector<int32_t> ids;
+  const TokenLogprobs lp = compute_logprobs(l, 1, 4, ids);
+  ASSERT_EQ(lp.top.size(), 2u);
+  EXPECT_EQ(lp.top[0].first, 1);
+  EXPECT_EQ(lp.top[1].first, 3);
+}
+
 TEST(LogitsProcessors, SamplerReportsLogprobsOnlyWhenAsked) {
   std::vector<float> l = {0.0f, 1.0f};
   SamplingParams p;

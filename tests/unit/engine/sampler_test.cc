@@ -77,5 +77,31 @@ TEST(Sampler, RejectsBadParameters) {
   EXPECT_TRUE(validate_sampling({}).ok());
 }
 
+// Allows only even ids; records what it was told.
+class EvenOnly : public TokenConstraint {
+ public:
+  void apply(std::span<float> logits) override {
+    for (size_t i = 1; i < logits.size(); i += 2) logits[i] = -INFINITY;
+  }
+  void accept(int32_t token) override { seen.push_back(token); }
+  void rollback(size_t n) override { seen.resize(seen.size() - n); }
+  std::vector<int32_t> seen;
+};
+
+TEST(Sampler, ConstraintMasksTheDrawAndSeesTheToken) {
+  Sampler s;
+  EvenOnly c;
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 7;
+  for (uint64_t pos = 0; pos < 200; ++pos) {
+    auto l = logits_of({0.1, 0.4, 0.1, 0.4});  // the odd ids are likelier, but not allowed
+    SampleResult r = s.sample(l, p, {}, {}, 0, pos, &c);
+    EXPECT_EQ(r.token % 2, 0);
+    EXPECT_EQ(c.seen.back(), r.token);
+  }
+  EXPECT_EQ(c.seen.size(), 200u);
+}
+
 }  // namespace
 }  // namespace di::engine

@@ -50,6 +50,13 @@ TEST(grammar_ebnf, RulesNeedNoNewlines) {
   EXPECT_TRUE(matches(cg, "xy"));
 }
 
+TEST(grammar_ebnf, RuleFollowedByAGroupIsNoMacroCall) {
+  auto cg = compile_ebnf("root ::= num (\",\" num)*\nnum ::= [0-9]+", small_vocab());
+  ASSERT_TRUE(cg);
+  EXPECT_TRUE(matches(cg, "1,22,3"));
+  EXPECT_FALSE(matches(cg, "1,"));
+}
+
 TEST(grammar_ebnf, RegexMacroAndOptions) {
   auto cg =
       compile_ebnf(R"G(root[max_tokens=3] ::= Regex("[a-c]{2}\\d") "!" (= "!"))G", small_vocab());

@@ -105,9 +105,42 @@ TEST(grammar_json_schema, OneOfAllOf) {
   EXPECT_FALSE(all.accepts(R"({"b": true})"));
 }
 
+TEST(grammar_json_schema, NegationsWithAPositiveForm) {
+  Schema not_null(R"({"not":{"type":"null","description":"x"}})");
+  ASSERT_TRUE(not_null.ok()) << not_null.status().message();
+  EXPECT_TRUE(not_null.accepts("1"));
+  EXPECT_TRUE(not_null.accepts(R"("a")"));
+  EXPECT_FALSE(not_null.accepts("null"));
+  Schema narrowed(R"({"type":["string","null"],"not":{"type":["null"]}})");
+  ASSERT_TRUE(narrowed.ok());
+  EXPECT_TRUE(narrowed.accepts(R"("a")"));
+  EXPECT_FALSE(narrowed.accepts("null"));
+  EXPECT_FALSE(narrowed.accepts("1"));
+  Schema twice(R"({"not":{"not":{"type":"integer","minimum":2}}})");
+  ASSERT_TRUE(twice.ok()) << twice.status().message();
+  EXPECT_TRUE(twice.accepts("3"));
+  EXPECT_FALSE(twice.accepts("1"));
+  EXPECT_FALSE(twice.accepts(R"("a")"));
+  Schema nothing(R"({"type":"integer","not":{}})");
+  ASSERT_TRUE(nothing.ok());
+  EXPECT_FALSE(nothing.accepts("1"));
+  EXPECT_TRUE(Schema(R"({"not":false})").accepts("[]"));
+  Schema no_b(R"({"properties":{"a":{"type":"integer"}},"not":{"required":["b"]}})");
+  ASSERT_TRUE(no_b.ok()) << no_b.status().message();
+  EXPECT_TRUE(no_b.accepts(R"({"a": 1})"));
+  EXPECT_TRUE(no_b.accepts(R"({"c": 1})"));
+  EXPECT_FALSE(no_b.accepts(R"({"b": 1})"));
+  EXPECT_FALSE(no_b.accepts(R"({"a": 1, "b": 2})"));
+  EXPECT_FALSE(no_b.accepts("1"));
+  // "A number that is not an integer" has no grammar here: refused, naming the keyword.
+  Schema frac(R"({"not":{"type":"integer"}})");
+  ASSERT_FALSE(frac.ok());
+  EXPECT_NE(frac.status().message().find("not"), std::string::npos);
+}
+
 TEST(grammar_json_schema, StrictErrorsNameTheKeyword) {
   for (const char* kw : {"not", "contains", "dependentRequired", "propertyNames"}) {
-    std::string schema = std::string(R"({"type":"object",")") + kw + R"(":{}})";
+    std::string schema = std::string(R"({"type":"object",")") + kw + R"(":{"enum":[1]}})";
     Schema s(schema);
     ASSERT_FALSE(s.ok()) << kw;
     EXPECT_NE(s.status().message().find(kw), std::string::npos) << s.status().message();

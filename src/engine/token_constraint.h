@@ -1,0 +1,24 @@
+// A per-sequence constraint on the next token (structured outputs): the sampler asks it to mask
+// the logits before the draw and tells it the drawn token after. The engine only sees this
+// interface; the grammar engine's implementation lives in the api layer (api/grammar_constraint.h).
+// One object per sequence, used from the engine's thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace di::engine {
+
+class TokenConstraint {
+ public:
+  virtual ~TokenConstraint() = default;
+  // Sets the logits of tokens not allowed next to -inf. Leaves at least one token finite.
+  virtual void apply(std::span<float> logits) = 0;
+  // Advances past the drawn token.
+  virtual void accept(int32_t token) = 0;
+  // Undoes the last n accepted tokens (speculative decoding).
+  virtual void rollback(size_t n) = 0;
+};
+
+}  // namespace di::engine

@@ -1,0 +1,140 @@
+#include "api/structured_output.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "api/grammar_constraint.h"
+#include "grammar/compiler.h"
+
+namespace di::api {
+namespace {
+
+using nlohmann::json;
+using Kind = StructuredOutput::Kind;
+
+std::optional<StructuredOutput> parse_ok(const char* body) {
+  auto r = parse_structured_output(json::parse(body));
+  EXPECT_TRUE(r) << body << ": " << r.status().message();
+  return r ? *r : std::nullopt;
+}
+
+std::string parse_error(const char* body) {
+  auto r = parse_structured_output(json::parse(body));
+  EXPECT_FALSE(r) << body;
+  return r ? "" : r.status().message();
+}
+
+TEST(StructuredOutputParse, EveryDialect) {
+  EXPECT_FALSE(parse_ok(R"({"prompt": "x"})"));
+  EXPECT_FALSE(parse_ok(R"({"response_format": {"type": "text"}})"));
+  auto a = parse_ok(
+      R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "integer"}}}})");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->kind, Kind::kJsonSchema);
+  EXPECT_EQ(json::parse(a->text), json::parse(R"({"type": "integer"})"));
+  EXPECT_EQ(parse_ok(R"({"response_format": {"type": "json_object"}})")->kind, Kind::kJsonObject);
+  EXPECT_EQ(parse_ok(R"({"structured_outputs": {"regex": "a+"}})")->text, "a+");
+  auto c = parse_ok(R"({"structured_outputs": {"choice": ["x", "y"]}})");
+  EXPECT_EQ(c->kind, Kind::kChoice);
+  EXPECT_EQ(c->choices, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(parse_ok(R"({"structured_outputs": {"grammar": "root ::= \"a\""}})")->kind,
+            Kind::kGrammar);
+  auto j = parse_ok(R"({"structured_outputs": {"json": "{\"type\": \"null\"}", "lenient": true}})");
+  EXPECT_EQ(j->kind, Kind::kJsonSchema);
+  EXPECT_TRUE(j->lenient);
+  EXPECT_EQ(parse_ok(R"({"guided_json": {"type": "null"}})")->kind, Kind::kJsonSchema);
+  EXPECT_EQ(parse_ok(R"({"guided_choice": ["a"]})")->kind, Kind::kChoice);
+  EXPECT_EQ(parse_ok(R"({"regex": "[0-9]"})")->kind, Kind::kRegex);  // SGLang
+  EXPECT_EQ(parse_ok(R"({"ebnf": "root ::= \"a\""})")->kind, Kind::kGrammar);
+  EXPECT_EQ(parse_ok(R"({"json_schema": "{}"})")->kind, Kind::kJsonSchema);
+}
+
+TEST(StructuredOutputParse, ErrorsSayWhy) {
+  EXPECT_NE(parse_error(R"({"regex": "a", "guided_choice": ["a"]})").find("at most one"),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"structured_outputs": {"structural_tag": "{}"}})").find("structural"),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"response_format": {"type": "xml"}})").find("xml"), std::string::npos);
+  EXPECT_NE(parse_error(R"({"response_format": {"type": "json_schema"}})").find("json_schema"),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"guided_json": "{not json"})").find("not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"structured_outputs": {"choice": []}})").find("choice"),
+            std::string::npos);
+  EXPECT_NE(
+      parse_error(R"({"structured_outputs": {"regex": "a", "choice": ["a"]}})").find("exactly one"),
+      std::string::npos);
+}
+
+// ids: 0 EOS, 1 "a", 2 "b", 3 "ab", 4 "</think>" (control), 5 "c"
+struct Fixture {
+  Fixture() {
+    grammar::Vocabulary v;
+    v.token_bytes = {"<eos>", "a", "b", "ab", "</think>", "c"};
+    v.special_ids = {0, 4};
+    v.eos_id = 0;
+    compiler = std::make_unique<grammar::GrammarCompiler>(grammar::TokenTrie::build(v));
+  }
+  std::shared_ptr<const grammar::CompiledGrammar> regex(const char* re) {
+    auto r = compiler->compile_regex(re);
+    EXPECT_TRUE(r);
+    return *r;
+  }
+  std::unique_ptr<grammar::GrammarCompiler> compiler;
+};
+
+std::vector<int> allowed(engine::TokenConstraint& c) {
+  std::vector<float> logits(6, 0.0f);
+  c.apply(logits);
+  std::vector<int> out;
+  for (int i = 0; i < 6; ++i)
+    if (std::isfinite(logits[i])) out.push_back(i);
+  return out;
+}
+
+TEST(GrammarConstraint, MasksAdvancesAndRollsBack) {
+  Fixture f;
+  GrammarConstraint c(f.regex("ab"), std::nullopt);
+  EXPECT_EQ(allowed(c), (std::vector<int>{1, 3}));
+  c.accept(1);
+  EXPECT_EQ(allowed(c), (std::vector<int>{2}));
+  c.accept(2);
+  EXPECT_EQ(allowed(c), (std::vector<int>{0}));  // complete: only EOS
+  c.rollback(1);
+  EXPECT_EQ(allowed(c), (std::vector<int>{2}));
+  c.rollback(1);
+  EXPECT_EQ(allowed(c), (std::vector<int>{1, 3}));
+  EXPECT_TRUE(c.ok());
+}
+
+TEST(GrammarConstraint, ThinkingAppliesOnlyAfterTheEndMarker) {
+  Fixture f;
+  GrammarConstraint c(f.regex("c"), /*activate_after=*/4);
+  EXPECT_EQ(allowed(c).size(), 6u);  // reasoning is free
+  c.accept(1);
+  c.accept(2);
+  EXPECT_FALSE(c.active());
+  c.accept(4);  // </think>
+  EXPECT_TRUE(c.active());
+  EXPECT_EQ(allowed(c), (std::vector<int>{5}));
+  c.accept(5);
+  EXPECT_EQ(allowed(c), (std::vector<int>{0}));
+  c.rollback(2);  // back before </think>: free again
+  EXPECT_FALSE(c.active());
+  EXPECT_EQ(allowed(c).size(), 6u);
+  c.accept(4);
+  EXPECT_EQ(allowed(c), (std::vector<int>{5}));
+}
+
+TEST(GrammarConstraint, AfterTheEndOnlyEosRemains) {
+  Fixture f;
+  GrammarConstraint c(f.regex("a"), std::nullopt);
+  c.accept(1);
+  c.accept(0);  // EOS accepted: the grammar has ended
+  EXPECT_EQ(allowed(c), (std::vector<int>{0}));
+}
+
+}  // namespace
+}  // namespace di::api

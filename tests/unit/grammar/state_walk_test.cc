@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// The memoized mask walk (state_walk.cc) on a vocabulary dense enough to reach its shortcuts:
+// shared configurations, whole-subtree accepts on self-loops and the string-body proof (trie
+// subtrees over 64 nodes without '"' or '\\'). Every mask along random walks must equal
+// one-by-one acceptance.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "grammar/compiler.h"
+#include "grammar/matcher.h"
+
+namespace di::grammar {
+namespace {
+
+Vocabulary dense_vocab() {
+  Vocabulary v;
+  v.token_bytes.push_back("</s>");
+  v.special_ids = {0};
+  v.eos_id = 0;
+  // All strings up to 3 bytes over letters, space, DEL, a control byte and UTF-8 lead and
+  // continuation bytes (valid and invalid sequences alike), then tokens with quotes/escapes.
+  const std::string alpha = "aqu \x7F\x01\xC3\xA9\xE4\xB8\x80\xF0\x9F\xED";
+  for (char x : alpha) {
+    v.token_bytes.push_back(std::string(1, x));
+    for (char y : alpha) {
+      v.token_bytes.push_back(std::string{x, y});
+      for (char z : alpha) v.token_bytes.push_back(std::string{x, y, z});
+    }
+  }
+  for (const char* s : {"\"", "a\"", "\",", "\\\"", "\\\\", "\\n", "\\u00e9", "\":", "{\"", "qu\"",
+                        "q\"", "1", "12", ",", "}", "{", " \"", "\xC3\xA9\""})
+    v.token_bytes.push_back(s);
+  return v;
+}
+
+void check_walks(GrammarCompiler& c, const char* schema, std::mt19937& rng) {
+  auto g = c.compile_json_schema(schema);
+  ASSERT_TRUE(g) << schema << ": " << g.status().message();
+  for (int walk = 0; walk < 8; ++walk) {
+    GrammarMatcher m(*g);
+    TokenBitmask mask;
+    for (int step = 0; step < 12; ++step) {
+      m.fill_next_token_bitmask(mask);
+      std::vector<int32_t> allowed;
+      for (int32_t id = 0; id < static_cast<int32_t>(mask.vocab_size()); ++id) {
+        const bool ok = m.accept_token(id);
+        if (ok) m.rollback(1);
+        ASSERT_EQ(ok, mask.test(id)) << schema << " step " << step << " token " << id;
+        if (ok && id != 0) allowed.push_back(id);
+      }
+      if (allowed.empty()) break;
+      ASSERT_TRUE(m.accept_token(allowed[rng() % allowed.size()]));
+    }
+  }
+}
+
+TEST(StateWalk, MasksEqualOneByOneAcceptanceOnADenseVocabulary) {
+  GrammarCompiler c(TokenTrie::build(dense_vocab()));
+  std::mt19937 rng(5);
+  for (const char* schema : {
+           R"({"type":"string"})",
+           R"({"type":"string","maxLength":4})",
+           R"({"type":"string","pattern":"^[a-z ]*$"})",
+           R"({"type":"object","properties":{"qu":{"type":"integer"}},"required":["qu"],
+               "additionalProperties":{"type":"string"}})",
+           R"({"type":"array","items":{"type":"string"}})",
+           R"({"enum":["aq","a\u00e9", "qqq"]})",
+       })
+    check_walks(c, schema, rng);
+}
+
+}  // namespace
+}  // namespace di::grammar
