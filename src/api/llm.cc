@@ -41,7 +41,8 @@ Expected<std::unique_ptr<LLM>> LLM::create(const std::string& model_dir,
   llm->ops_ = std::make_unique<backend::CpuOps>(*llm->threads_);
   DI_ASSIGN_OR_RETURN(llm->model_, model::Model::load(model_dir, *llm->ops_));
   DI_ASSIGN_OR_RETURN(llm->engine_, engine::Engine::create(*llm->model_, options.engine));
-  auto tok = recipe::Tokenizer::from_file(model_dir + "/tokenizer.json");
+  auto tok = recipe::Tokenizer::from_file(
+      options.tokenizer_path.empty() ? model_dir + "/tokenizer.json" : options.tokenizer_path);
   if (tok) {
     llm->tokenizer_.emplace(std::move(tok).value());
     llm->eos_id_ = llm->tokenizer_->token_to_id("<｜end▁of▁sentence｜>");
@@ -51,9 +52,7 @@ Expected<std::unique_ptr<LLM>> LLM::create(const std::string& model_dir,
   return llm;
 }
 
-Status LLM::start(size_t index, const Prompt& prompt, const GenerationParams& params) {
-  Active::Pending p;
-  p.out.index = index;
+Expected<std::vector<int32_t>> LLM::prompt_ids(const Prompt& prompt) const {
   if (prompt.chat) {
     if (!tokenizer_) {
       return invalid_argument(
@@ -62,17 +61,23 @@ Status LLM::start(size_t index, const Prompt& prompt, const GenerationParams& pa
     }
     DI_ASSIGN_OR_RETURN(recipe::RenderedPrompt rendered,
                         recipe::render_chat(*prompt.chat, *tokenizer_));
-    p.out.prompt_token_ids = std::move(rendered.ids);
-  } else if (prompt.text) {
+    return std::move(rendered.ids);
+  }
+  if (prompt.text) {
     if (!tokenizer_) {
       return invalid_argument(
           "text prompts need a byte-level BPE tokenizer.json in the checkpoint (" +
           tokenizer_error_ + "); send token ids instead");
     }
-    p.out.prompt_token_ids = tokenizer_->encode(*prompt.text);
-  } else {
-    p.out.prompt_token_ids = prompt.token_ids;
+    return tokenizer_->encode(*prompt.text);
   }
+  return prompt.token_ids;
+}
+
+Status LLM::start(size_t index, const Prompt& prompt, const GenerationParams& params) {
+  Active::Pending p;
+  p.out.index = index;
+  DI_ASSIGN_OR_RETURN(p.out.prompt_token_ids, prompt_ids(prompt));
   if (!params.stop.empty() && !tokenizer_) {
     return invalid_argument("stop strings need a byte-level BPE tokenizer.json in the checkpoint");
   }

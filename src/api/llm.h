@@ -21,9 +21,12 @@
 
 namespace di::api {
 
+struct StructuredOutput;  // api/structured_output.h
+
 struct LLMOptions {
   engine::EngineOptions engine;
-  unsigned num_threads = 0;  // CPU threads; 0: all cores
+  unsigned num_threads = 0;    // CPU threads; 0: all cores
+  std::string tokenizer_path;  // empty: the checkpoint's tokenizer.json
 };
 
 // One of: a chat request (rendered in the V4.1 chat format), text, or token ids (used when
@@ -43,6 +46,9 @@ struct GenerationParams {
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;  // do not stop at the tokenizer's end-of-sentence token
   int priority = 0;         // lower first
+  // response_format / structured_outputs, validated by the grammar front end. The hook for
+  // enforcement: NOT applied during sampling yet (engine-side work of issue #7).
+  std::shared_ptr<const StructuredOutput> structured_output;
 };
 
 struct Choice {
@@ -76,6 +82,11 @@ class LLM {
   void generate(const std::vector<Prompt>& prompts,
                 const std::vector<GenerationParams>& params,
                 const std::function<void(GenerationOutput&&)>& on_done);
+
+  // The prompt's token ids (chat rendered in the V4.1 format, text encoded). Thread-safe: it only
+  // reads the immutable tokenizer, so server threads may call it while the owner thread steps.
+  Expected<std::vector<int32_t>> prompt_ids(const Prompt& prompt) const;
+  std::optional<int32_t> eos_id() const { return eos_id_; }
 
   // Null when the checkpoint's tokenizer.json is not byte-level BPE (text prompts are refused).
   const recipe::Tokenizer* tokenizer() const { return tokenizer_ ? &*tokenizer_ : nullptr; }

@@ -11,5 +11,6 @@ int run_check_golden_command(int argc, char** argv);
 int run_info_command(int argc, char** argv);
 int run_init_model_command(int argc, char** argv);
 int run_generate_command(int argc, char** argv);
+int run_serve_command(int argc, char** argv);
 
 }  // namespace di::cli
