@@ -54,7 +54,9 @@ void ResponseStream::chat_chunks(const api::ChoiceDelta& d, std::vector<std::str
     }
   }
   const bool want_logprobs = request_.params.sampling.logprobs && !d.logprobs.empty();
-  if (deltas.empty() && want_logprobs) deltas.push_back({{"content", ""}});
+  // Tokens whose text is held back still report their logprobs / ids in this step.
+  const bool want_ids = request_.echo_token_ids && !d.token_ids.empty();
+  if (deltas.empty() && (want_logprobs || want_ids)) deltas.push_back({{"content", ""}});
   for (size_t i = 0; i < deltas.size(); ++i) {
     json c = chunk_base();
     json choice = {{"index", d.index}, {"delta", deltas[i]}, {"finish_reason", nullptr}};
@@ -79,7 +81,10 @@ void ResponseStream::chat_chunks(const api::ChoiceDelta& d, std::vector<std::str
 
 void ResponseStream::completion_chunk(const api::ChoiceDelta& d, std::vector<std::string>& out) {
   const bool want_logprobs = request_.params.sampling.logprobs && !d.logprobs.empty();
-  if (d.text.empty() && !want_logprobs && d.finish == engine::FinishReason::kNone) return;
+  const bool want_ids = request_.echo_token_ids && !d.token_ids.empty();
+  if (d.text.empty() && !want_logprobs && !want_ids && d.finish == engine::FinishReason::kNone) {
+    return;
+  }
   json c = chunk_base();
   json choice = {
       {"index", d.index},
