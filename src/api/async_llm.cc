@@ -86,6 +86,13 @@ void AsyncLLM::abort(Handle handle) {
   inbox_.push(Abort{handle});
 }
 
+void AsyncLLM::abort_all() {
+  std::promise<void> done;
+  std::future<void> f = done.get_future();
+  inbox_.push(AbortAll{&done});
+  f.wait();
+}
+
 AsyncStats AsyncLLM::stats() const {
   std::lock_guard<std::mutex> lock(stats_mu_);
   return stats_;
@@ -107,6 +114,11 @@ void AsyncLLM::loop() {
         start(*s);
       } else if (auto* a = std::get_if<Abort>(&c)) {
         drop(a->handle);
+      } else if (auto* all = std::get_if<AbortAll>(&c)) {
+        std::vector<Handle> handles;
+        for (const auto& [h, r] : live_->requests) handles.push_back(h);
+        for (Handle h : handles) drop(h);
+        all->done->set_value();
       } else {
         stopping = true;
       }

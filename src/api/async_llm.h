@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -66,6 +67,9 @@ class AsyncLLM {
   Handle submit(std::vector<int32_t> prompt_ids, GenerationParams params, EventSink sink);
   // Any thread. Cancels the request and frees its state at the start of the next step.
   void abort(Handle handle);
+  // Any thread but the loop's. Cancels every request and returns once the loop has dropped them,
+  // so no sink runs after it returns (the server calls it before its io_context goes away).
+  void abort_all();
 
   AsyncStats stats() const;
   // The tokenizer, prompt rendering and config; LLM::prompt_ids is thread-safe.
@@ -83,8 +87,11 @@ class AsyncLLM {
   struct Abort {
     Handle handle;
   };
+  struct AbortAll {
+    std::promise<void>* done;
+  };
   struct Stop {};
-  using Command = std::variant<Submit, Abort, Stop>;
+  using Command = std::variant<Submit, Abort, AbortAll, Stop>;
   struct Live;
 
   explicit AsyncLLM(std::unique_ptr<LLM> llm);

@@ -29,7 +29,7 @@ Status read_number(const json& body, const char* field, T& out) {
         it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
       return field_error(field, "is too large");
     }
-    if (!it->is_number_unsigned() && std::is_unsigned_v<T>) {
+    if (!it->is_number_unsigned() && std::is_unsigned_v<T> && it->get<int64_t>() < 0) {
       return field_error(field, "must be >= 0");
     }
   }

@@ -108,7 +108,9 @@ json response_body(const OpenAIRequest& request,
   const bool chat = request.endpoint == OpenAIEndpoint::kChatCompletions;
   const bool want_logprobs = request.params.sampling.logprobs;
   json choices = json::array();
+  int64_t completion_tokens = 0;  // (counted here so this file needs nothing from llm.cc)
   for (const Choice& c : output.choices) {
+    completion_tokens += static_cast<int64_t>(c.token_ids.size());
     json ch = {{"index", c.index}, {"finish_reason", finish_reason_string(c.finish)}};
     if (chat) {
       ch["message"] = chat_message(request, c.text, id, c.index);
@@ -128,8 +130,8 @@ json response_body(const OpenAIRequest& request,
           {"created", created_unix_s},
           {"model", request.model},
           {"choices", choices},
-          {"usage", usage_json(static_cast<int64_t>(output.prompt_token_ids.size()),
-                               output.num_generated_tokens())}};
+          {"usage",
+           usage_json(static_cast<int64_t>(output.prompt_token_ids.size()), completion_tokens)}};
 }
 
 json error_body(const std::string& message,

@@ -127,30 +127,37 @@ asio::awaitable<void> drain(tcp::acceptor& acceptor, ServerContext& ctx) {
 Status run_server(api::AsyncLLM& llm,
                   const ServerOptions& opts,
                   const std::function<void(uint16_t port)>& on_listening) {
-  asio::io_context io(1);
-  ServerContext ctx{io, llm, opts, {}, 0, 0, false, {}};
+  // Declared before ctx and destroyed explicitly after it is no longer used: destroying the
+  // io_context destroys pending connection coroutines, whose guards still touch ctx.
+  auto io = std::make_unique<asio::io_context>(1);
+  ServerContext ctx{*io, llm, opts, {}, 0, 0, false, {}};
   ctx.max_model_len = opts.max_model_len > 0 ? std::min(opts.max_model_len, llm.max_model_len())
                                              : llm.max_model_len();
   beast::error_code ec;
   const auto address = asio::ip::make_address(opts.host, ec);
   if (ec) return invalid_argument("--host: '" + opts.host + "' is not an IP address");
-  tcp::acceptor acceptor(io);
-  const tcp::endpoint ep(address, opts.port);
-  acceptor.open(ep.protocol(), ec);
-  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor.bind(ep, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return Status(StatusCode::kUnavailable, "cannot listen on " + opts.host + ":" +
-                                                std::to_string(opts.port) + ": " + ec.message());
+  {
+    tcp::acceptor acceptor(*io);
+    const tcp::endpoint ep(address, opts.port);
+    acceptor.open(ep.protocol(), ec);
+    if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor.bind(ep, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return Status(StatusCode::kUnavailable, "cannot listen on " + opts.host + ":" +
+                                                  std::to_string(opts.port) + ": " + ec.message());
+    }
+    asio::signal_set signals(*io, SIGTERM, SIGINT);
+    signals.async_wait([&](const beast::error_code& e, int) {
+      if (!e) asio::co_spawn(*io, drain(acceptor, ctx), report_exception);
+    });
+    asio::co_spawn(*io, accept_loop(acceptor, ctx), report_exception);
+    on_listening(acceptor.local_endpoint().port());
+    io->run();
   }
-  asio::signal_set signals(io, SIGTERM, SIGINT);
-  signals.async_wait([&](const beast::error_code& e, int) {
-    if (!e) asio::co_spawn(io, drain(acceptor, ctx), report_exception);
-  });
-  asio::co_spawn(io, accept_loop(acceptor, ctx), report_exception);
-  on_listening(acceptor.local_endpoint().port());
-  io.run();
+  // No engine event may be posted to the io_context once it is gone.
+  llm.abort_all();
+  io.reset();
   return Status();
 }
 
