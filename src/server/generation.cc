@@ -1,5 +1,7 @@
 #include "server/generation.h"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -17,6 +19,9 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// Recorded in /metrics for requests whose client hung up (nginx's "client closed request").
+constexpr int kClientClosed = 499;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -57,13 +62,49 @@ class InFlight {
   std::shared_ptr<RequestChannel> ch_;
 };
 
-asio::awaitable<std::optional<api::StreamEvent>> next_event(RequestChannel& ch) {
+// Watches the client's socket while its request waits for events, so a client that hangs up
+// before any write (queued, or not streaming) is noticed at once rather than at the end.
+struct ClientWatch {
+  HttpStream& stream;
+  bool watching = true;  // off once the client sent more bytes (pipelining): not an EOF
+  bool gone = false;
+};
+
+// True when the readable socket is at EOF or failed; false (and stops watching) on data.
+bool client_hung_up(ClientWatch& w) {
+  auto& sock = w.stream.socket();
+  char c = 0;
+  boost::system::error_code ec;
+  sock.non_blocking(true, ec);
+  const size_t n = sock.receive(asio::buffer(&c, 1), asio::socket_base::message_peek, ec);
+  boost::system::error_code ignored;
+  sock.non_blocking(false, ignored);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) return false;
+  if (ec || n == 0) return true;
+  w.watching = false;
+  return false;
+}
+
+// The next event; nullopt when the server cancelled the request or (watch.gone) the client left.
+asio::awaitable<std::optional<api::StreamEvent>> next_event(RequestChannel& ch,
+                                                            ClientWatch& watch) {
+  using namespace boost::asio::experimental::awaitable_operators;  // ||
   for (;;) {
     if (auto ev = ch.pop()) co_return ev;
     if (ch.cancelled()) co_return std::nullopt;
     ch.timer().expires_at(asio::steady_timer::time_point::max());
-    boost::system::error_code ec;
-    co_await ch.timer().async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (!watch.watching) {
+      boost::system::error_code ec;
+      co_await ch.timer().async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      continue;
+    }
+    auto which = co_await (ch.timer().async_wait(asio::as_tuple(asio::use_awaitable)) ||
+                           watch.stream.socket().async_wait(asio::socket_base::wait_read,
+                                                            asio::as_tuple(asio::use_awaitable)));
+    if (which.index() == 1 && client_hung_up(watch)) {
+      watch.gone = true;
+      co_return std::nullopt;
+    }
   }
 }
 
@@ -152,7 +193,12 @@ asio::awaitable<Outcome> serve_generation(HttpStream& stream,
                     ctx.llm.llm().tokenizer());
 
   // Headers wait for the first event, so a request the engine rejects still gets its 4xx.
-  std::optional<api::StreamEvent> ev = co_await next_event(*ch);
+  ClientWatch watch{stream};
+  std::optional<api::StreamEvent> ev = co_await next_event(*ch, watch);
+  if (watch.gone) {
+    ctx.llm.abort(ch->handle);
+    co_return Outcome{kClientClosed, false};
+  }
   if (!ev) co_return co_await write_error(stream, req, 503, "the server is shutting down", "", ctx);
   if (ev->done && !ev->error.ok() && !has_tokens(*ev)) {
     const int status = ev->error.code() == StatusCode::kInvalidArgument ? 400 : 500;
@@ -181,7 +227,11 @@ asio::awaitable<Outcome> serve_generation(HttpStream& stream,
       observe(*ev);
       rs.accumulate(*ev);
       if (ev->done) break;
-      ev = co_await next_event(*ch);
+      ev = co_await next_event(*ch, watch);
+      if (watch.gone) {
+        ctx.llm.abort(ch->handle);
+        co_return Outcome{kClientClosed, false};
+      }
       if (!ev)
         co_return co_await write_error(stream, req, 503, "the server is shutting down", "", ctx);
     }
@@ -202,7 +252,11 @@ asio::awaitable<Outcome> serve_generation(HttpStream& stream,
       co_return Outcome{200, false};
     }
     if (ev->done) break;
-    ev = co_await next_event(*ch);
+    ev = co_await next_event(*ch, watch);
+    if (watch.gone) {
+      ctx.llm.abort(ch->handle);
+      co_return Outcome{kClientClosed, false};
+    }
     if (!ev) break;
   }
   finish_metrics();

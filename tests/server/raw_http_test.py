@@ -108,6 +108,23 @@ while time.time() < deadline and metric("deepinfer_num_requests_running") != 0:
 check("a disconnect frees the sequences", metric("deepinfer_num_requests_running") == 0,
       metric("deepinfer_num_requests_running"))
 check("kv usage back to 0", metric("deepinfer_kv_cache_usage_perc") == 0)
+
+# A non-streaming client that hangs up while its request runs: the server notices the EOF while
+# waiting (no write is due until the end) and frees the sequence within a few steps.
+body = json.dumps({"model": model, "prompt": "count", "max_tokens": 3000, "ignore_eos": True}).encode()
+s = socket.create_connection(("127.0.0.1", port), timeout=30)
+s.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
+          f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+deadline = time.time() + 20
+while time.time() < deadline and metric("deepinfer_num_requests_running") != 1:
+    time.sleep(0.05)
+check("the non-streaming request runs", metric("deepinfer_num_requests_running") == 1)
+s.close()
+t0 = time.time()
+while time.time() < t0 + 5 and metric("deepinfer_num_requests_running") != 0:
+    time.sleep(0.05)
+check("a non-streaming client hanging up frees its sequence within 5 s",
+      metric("deepinfer_num_requests_running") == 0, time.time() - t0)
 st, b = request("GET", "/metrics", auth=False)
 text = b.decode()
 for m in ["deepinfer_time_to_first_token_seconds_bucket", "deepinfer_inter_token_latency_seconds_count",
