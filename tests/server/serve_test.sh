@@ -75,4 +75,22 @@ check drain_exit_0 "[ $rc -eq 0 ]"
 check drain_within_deadline "python3 -c 'import sys; sys.exit(not ($t1 - $t0 < 8))'"
 check drain_short_stream_finished "grep -q '\"finish_reason\":\"length\"' '$work/short' && tail -c 20 '$work/short' | grep -q 'DONE'"
 check drain_long_stream_cancelled "grep -q 'shutting down' '$work/long' && tail -c 20 '$work/long' | grep -q 'DONE'"
+
+# Overload: with one sequence and one pending request allowed, a second request gets 429 in
+# OpenAI's error shape while the first streams.
+start_server --max-num-seqs 1 --max-pending 1 --drain-timeout 0
+stream 4000 >/dev/null 2>&1 &
+busy=$!
+for _ in $(seq 1 100); do
+  curl -s "http://127.0.0.1:$port/metrics" | grep -q '^deepinfer_num_requests_running 1' && break
+  sleep 0.1
+done
+code=$(curl -s -o "$work/429" -w '%{http_code}' "http://127.0.0.1:$port/v1/completions" \
+  -H "Authorization: Bearer sk-test" -d '{"model":"mini","prompt":"x","max_tokens":2}')
+check overload_429 "[ '$code' = 429 ] && grep -q '\"type\":\"rate_limit_error\"' '$work/429'"
+kill -TERM "$pid"
+wait "$pid"
+check overload_server_exit_0 "[ $? -eq 0 ]"
+pid=""
+wait "$busy"
 exit $fail
