@@ -46,6 +46,15 @@ start_server() {
 start_server --drain-timeout 3
 node "$here/openai_client_test.mjs" "http://127.0.0.1:$port/v1" sk-test mini || fail=1
 python3 "$here/raw_http_test.py" "$port" sk-test mini || fail=1
+# deepinfer chat, against the server and in-process: two turns each, replies printed.
+printf 'hello\nand again\n/exit\n' |
+  "$bin" chat --url "http://127.0.0.1:$port/v1" --api-key sk-test --served-model-name mini \
+    --max-tokens 3 >"$work/chat_url" 2>&1
+rc=$?
+check chat_url "[ $rc -eq 0 ] && [ \$(grep -c '^> ..' '$work/chat_url') -ge 2 ]"
+printf 'hello\n' | "$bin" chat --model "$work/m" --threads 1 --max-tokens 3 >"$work/chat_local" 2>&1
+rc=$?
+check chat_local "[ $rc -eq 0 ] && grep -q '^> ..' '$work/chat_local'"
 
 # SIGTERM drain: one stream that finishes within the deadline, one that cannot.
 stream() {
