@@ -7,7 +7,7 @@ SECONDS_PER_TARGET=${FUZZ_SECONDS:-15}
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
   -DDEEPINFER_FUZZ=ON -DDEEPINFER_WERROR=OFF >/dev/null
-targets=(safetensors_fuzz response_parser_fuzz tokenizer_fuzz tokenizer_json_fuzz ebnf_fuzz regex_fuzz json_schema_fuzz matcher_fuzz)
+targets=(safetensors_fuzz response_parser_fuzz tokenizer_fuzz tokenizer_json_fuzz ebnf_fuzz regex_fuzz json_schema_fuzz matcher_fuzz openai_request_fuzz)
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${targets[@]}" >/dev/null
 corpus_root=$(mktemp -d)
 trap 'rm -rf "$corpus_root"' EXIT
@@ -15,6 +15,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus_root/$t"
   case $t in
     tokenizer_json_fuzz) cp ../shared/golden/v41-mini/checkpoint/tokenizer.json "$corpus_root/$t/" 2>/dev/null || true ;;
+    openai_request_fuzz) cp tests/fuzz/openai_request_seeds/* "$corpus_root/$t/" ;;
     tokenizer_fuzz) printf 'Hello, 世界! <｜User｜> 12345 \xff\xfe' >"$corpus_root/$t/seed" ;;
   esac
   dict=()

@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libicu-dev libxxhash-dev
-  clang libclang-rt-14-dev)
+  clang libclang-rt-14-dev
+  libboost1.81-dev prometheus-cpp-dev)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -41,7 +41,8 @@ Expected<std::unique_ptr<LLM>> LLM::create(const std::string& model_dir,
   llm->ops_ = std::make_unique<backend::CpuOps>(*llm->threads_);
   DI_ASSIGN_OR_RETURN(llm->model_, model::Model::load(model_dir, *llm->ops_));
   DI_ASSIGN_OR_RETURN(llm->engine_, engine::Engine::create(*llm->model_, options.engine));
-  auto tok = recipe::Tokenizer::from_file(model_dir + "/tokenizer.json");
+  auto tok = recipe::Tokenizer::from_file(
+      options.tokenizer_path.empty() ? model_dir + "/tokenizer.json" : options.tokenizer_path);
   if (tok) {
     llm->tokenizer_.emplace(std::move(tok).value());
     llm->eos_id_ = llm->tokenizer_->token_to_id("<｜end▁of▁sentence｜>");
@@ -63,20 +64,23 @@ Expected<StructuredOutputCompiler*> LLM::structured_outputs() {
   return so_compiler_.get();
 }
 
-Status LLM::start(size_t index, const Prompt& prompt, const GenerationParams& params) {
-  Active::Pending p;
-  std::optional<StructuredOutput> so = params.structured_output;
+Expected<std::shared_ptr<engine::TokenConstraint>> LLM::make_constraint(
+    const GenerationParams& params, bool thinking_prompt) {
+  if (!params.structured_output) return std::shared_ptr<engine::TokenConstraint>();
+  StructuredOutput so = *params.structured_output;
+  DI_ASSIGN_OR_RETURN(StructuredOutputCompiler * compiler, structured_outputs());
+  if (!so.compiled) DI_RETURN_IF_ERROR(compiler->prepare(so));
+  // A thinking-mode chat prompt ends inside <think>: the answer starts after </think>.
   std::optional<int32_t> think_end;
-  if (so) {
-    DI_ASSIGN_OR_RETURN(StructuredOutputCompiler * compiler, structured_outputs());
-    if (!so->compiled) DI_RETURN_IF_ERROR(compiler->prepare(*so));
-    // A thinking-mode chat prompt ends inside <think>: the answer starts after </think>.
-    if (prompt.chat && prompt.chat->thinking && prompt.chat->add_generation_prompt) {
-      think_end = compiler->think_end_id();
-      if (!think_end) return invalid_argument("thinking mode: the tokenizer has no </think>");
-    }
+  if (thinking_prompt) {
+    think_end = compiler->think_end_id();
+    if (!think_end) return invalid_argument("thinking mode: the tokenizer has no </think>");
   }
-  p.out.index = index;
+  return std::shared_ptr<engine::TokenConstraint>(
+      std::make_shared<GrammarConstraint>(so.compiled, think_end));
+}
+
+Expected<std::vector<int32_t>> LLM::prompt_ids(const Prompt& prompt) const {
   if (prompt.chat) {
     if (!tokenizer_) {
       return invalid_argument(
@@ -85,17 +89,23 @@ Status LLM::start(size_t index, const Prompt& prompt, const GenerationParams& pa
     }
     DI_ASSIGN_OR_RETURN(recipe::RenderedPrompt rendered,
                         recipe::render_chat(*prompt.chat, *tokenizer_));
-    p.out.prompt_token_ids = std::move(rendered.ids);
-  } else if (prompt.text) {
+    return std::move(rendered.ids);
+  }
+  if (prompt.text) {
     if (!tokenizer_) {
       return invalid_argument(
           "text prompts need a byte-level BPE tokenizer.json in the checkpoint (" +
           tokenizer_error_ + "); send token ids instead");
     }
-    p.out.prompt_token_ids = tokenizer_->encode(*prompt.text);
-  } else {
-    p.out.prompt_token_ids = prompt.token_ids;
+    return tokenizer_->encode(*prompt.text);
   }
+  return prompt.token_ids;
+}
+
+Status LLM::start(size_t index, const Prompt& prompt, const GenerationParams& params) {
+  Active::Pending p;
+  p.out.index = index;
+  DI_ASSIGN_OR_RETURN(p.out.prompt_token_ids, prompt_ids(prompt));
   if (!params.stop.empty() && !tokenizer_) {
     return invalid_argument("stop strings need a byte-level BPE tokenizer.json in the checkpoint");
   }
@@ -107,6 +117,10 @@ Status LLM::start(size_t index, const Prompt& prompt, const GenerationParams& pa
   p.out.seed = params.seed ? *params.seed
                            : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   p.stop = params.stop;
+  const bool thinking_prompt =
+      prompt.chat && prompt.chat->thinking && prompt.chat->add_generation_prompt;
+  DI_ASSIGN_OR_RETURN(std::shared_ptr<engine::TokenConstraint> constraint,
+                      make_constraint(params, thinking_prompt));
   std::vector<engine::RequestId> started;
   for (int c = 0; c < params.n; ++c) {
     engine::Request r;
@@ -120,7 +134,13 @@ Status LLM::start(size_t index, const Prompt& prompt, const GenerationParams& pa
     if (eos_id_ && !params.ignore_eos) r.stop_token_ids.push_back(*eos_id_);
     r.priority = params.priority;
     if (!started.empty()) r.share_prompt_with = started.front();
-    if (so) r.constraint = std::make_shared<GrammarConstraint>(so->compiled, think_end);
+    if (c == 0) {
+      r.constraint = std::move(constraint);
+    } else if (params.structured_output) {
+      // One matcher per choice; the compiled grammar comes from the compile cache.
+      auto more = make_constraint(params, thinking_prompt);
+      if (more) r.constraint = std::move(more).value();
+    }
     if (Status s = engine_->add_request(std::move(r)); !s.ok()) {
       for (engine::RequestId id : started) {
         engine_->abort_request(id);

@@ -23,9 +23,12 @@
 
 namespace di::api {
 
+struct StructuredOutput;  // api/structured_output.h
+
 struct LLMOptions {
   engine::EngineOptions engine;
-  unsigned num_threads = 0;  // CPU threads; 0: all cores
+  unsigned num_threads = 0;    // CPU threads; 0: all cores
+  std::string tokenizer_path;  // empty: the checkpoint's tokenizer.json
 };
 
 // One of: a chat request (rendered in the V4.1 chat format), text, or token ids (used when
@@ -82,6 +85,11 @@ class LLM {
                 const std::vector<GenerationParams>& params,
                 const std::function<void(GenerationOutput&&)>& on_done);
 
+  // The prompt's token ids (chat rendered in the V4.1 format, text encoded). Thread-safe: it only
+  // reads the immutable tokenizer, so server threads may call it while the owner thread steps.
+  Expected<std::vector<int32_t>> prompt_ids(const Prompt& prompt) const;
+  std::optional<int32_t> eos_id() const { return eos_id_; }
+
   // Null when the checkpoint's tokenizer.json is not byte-level BPE (text prompts are refused).
   const recipe::Tokenizer* tokenizer() const { return tokenizer_ ? &*tokenizer_ : nullptr; }
   const std::string& tokenizer_error() const { return tokenizer_error_; }
@@ -89,6 +97,11 @@ class LLM {
   // Compiles structured outputs against this checkpoint's tokenizer (thread-safe; built on first
   // use). Error when the checkpoint has no BPE tokenizer.
   Expected<StructuredOutputCompiler*> structured_outputs();
+  // The token constraint for one choice of a request with params.structured_output (null
+  // without one), compiling it through structured_outputs() unless already compiled.
+  // `thinking_prompt`: the prompt ends inside <think>; the grammar applies after </think>.
+  Expected<std::shared_ptr<engine::TokenConstraint>> make_constraint(const GenerationParams& params,
+                                                                     bool thinking_prompt);
   const model::ModelConfig& config() const { return model_->config(); }
 
  private:

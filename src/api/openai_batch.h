@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "api/llm.h"
+#include "api/openai_request.h"
 #include "util/status.h"
 
 namespace di::api {
@@ -23,14 +24,11 @@ struct BatchDefaults {
   std::string model_name = "deepinfer";
 };
 
-enum class BatchEndpoint { kCompletions, kChatCompletions };
+using BatchEndpoint = OpenAIEndpoint;
 
-struct BatchRequest {
+// A body parsed by parse_openai_body (api/openai_request.h), plus the line's custom_id.
+struct BatchRequest : OpenAIRequest {
   std::string custom_id;
-  BatchEndpoint endpoint = BatchEndpoint::kCompletions;
-  Prompt prompt;
-  GenerationParams params;
-  std::string model;  // echoed in the response body
 };
 
 // One parsed line: the custom_id (a synthesized "line-<n>" when the line has none, so every

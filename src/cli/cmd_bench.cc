@@ -1,4 +1,4 @@
-// deepinfer bench offline ... (cmd_bench_offline.cc), or
+// deepinfer bench offline ... (cmd_bench_offline.cc), bench serve ... (cmd_bench_serve.cc), or
 // deepinfer bench step --model DIR [--prompt-len P] [--decode-steps D] [--batch B] [--threads N]
 // Times the forward on the chosen backend (--backend cpu|cuda): one prefill step over B prompts of
 // P tokens, then D decode steps of B tokens. Prints tokens/s for both phases.
@@ -68,6 +68,9 @@ double decode_weight_bytes(const model::ModelConfig& c) {
 int run_bench_command(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "offline") {
     return run_bench_offline_command(argc - 1, argv + 1);
+  }
+  if (argc > 1 && std::string(argv[1]) == "serve") {
+    return run_bench_serve_command(argc - 1, argv + 1);
   }
   CLI::App app{"Benchmark the forward pass", "bench"};
   std::string dir, what = "step";

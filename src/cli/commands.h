@@ -7,9 +7,12 @@ namespace di::cli {
 int run_batch_command(int argc, char** argv);
 int run_bench_command(int argc, char** argv);
 int run_bench_offline_command(int argc, char** argv);  // bench offline
+int run_bench_serve_command(int argc, char** argv);    // bench serve
+int run_chat_command(int argc, char** argv);
 int run_check_golden_command(int argc, char** argv);
 int run_info_command(int argc, char** argv);
 int run_init_model_command(int argc, char** argv);
 int run_generate_command(int argc, char** argv);
+int run_serve_command(int argc, char** argv);
 
 }  // namespace di::cli

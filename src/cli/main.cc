@@ -20,6 +20,8 @@ constexpr Command kCommands[] = {
     {"init-model", di::cli::run_init_model_command, "write a random-weight V4.1 checkpoint"},
     {"info", di::cli::run_info_command, "print a checkpoint's config, parameters and KV bytes"},
     {"generate", di::cli::run_generate_command, "generate tokens from a prompt"},
+    {"serve", di::cli::run_serve_command, "serve the OpenAI-compatible HTTP API"},
+    {"chat", di::cli::run_chat_command, "interactive chat with a server (--url) or a checkpoint"},
     {"batch", di::cli::run_batch_command, "run an OpenAI Batch file (JSONL) offline, resumably"},
     {"bench", di::cli::run_bench_command, "time forward steps (step) or the engine (offline)"},
     {"tokenize", di::cli::run_tokenize_command, "text (stdin) to token ids with a tokenizer.json"},

@@ -1,0 +1,38 @@
+// OpenAI request bodies (/v1/completions and /v1/chat/completions) -> Prompt + GenerationParams.
+// One parser shared by `deepinfer batch` (api/openai_batch) and `deepinfer serve` (src/server), so
+// both accept exactly the same fields with the same errors. Pure functions; every malformed body
+// becomes a kInvalidArgument naming the field ("body.top_p: must be a number"), never an abort.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "api/llm.h"
+#include "api/structured_output.h"
+#include "util/status.h"
+
+namespace di::api {
+
+enum class OpenAIEndpoint { kCompletions, kChatCompletions };
+
+struct OpenAIRequest {
+  OpenAIEndpoint endpoint = OpenAIEndpoint::kCompletions;
+  Prompt prompt;
+  GenerationParams params;
+  std::string model;  // echoed in responses
+  bool stream = false;
+  bool include_usage = false;   // stream_options.include_usage
+  bool echo_token_ids = false;  // return_token_ids (vLLM): token_ids on every choice
+  std::string user;             // accepted for logging; not used for routing
+  // params.structured_output: response_format / structured_outputs (see structured_output.h).
+};
+
+// `defaults` fills what the body leaves out (the batch command's flags, the server's defaults).
+// `model` is the name echoed when the body has none.
+Expected<OpenAIRequest> parse_openai_body(const nlohmann::json& body,
+                                          OpenAIEndpoint endpoint,
+                                          const GenerationParams& defaults,
+                                          const std::string& model);
+
+}  // namespace di::api
