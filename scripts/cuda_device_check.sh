@@ -10,16 +10,24 @@ export LD_LIBRARY_PATH="$PWD/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 grep -m1 "model name" /proc/cpuinfo
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
 echo "== missing libraries"; ldd bin/* | grep "not found"
-echo "== di_cuda_tests"; DI_GOLDEN_DIR=$PWD/golden bin/di_cuda_tests --gtest_brief=1 2>&1 | tail -n 40
+echo "== di_cuda_tests (full log: ${LOG_DIR:-.}/di_cuda_tests.log)"
+DI_GOLDEN_DIR=$PWD/golden bin/di_cuda_tests 2>&1 | tee "${LOG_DIR:-.}/di_cuda_tests.log" | grep -E "^tensor gemm|FAILED|PASSED|SKIPPED|tests ran" | tail -n 40
+# The cuda backend with both FP8 GEMM paths (exact: bitwise = cpu; tensor: tensor cores).
+# SKIP_CPU_GOLDEN=1 leaves out the cpu runs (their counts do not depend on the GPU).
 for g in v41-mini v41-mini-topk; do
-  for b in cpu cuda; do
+  for b in cpu cuda:exact cuda:tensor; do
+    [ "$b" = cpu ] && [ -n "${SKIP_CPU_GOLDEN:-}" ] && continue
     echo "== check-golden $g --backend $b"
-    /usr/bin/time -f "%e s" bin/deepinfer check-golden "golden/$g" --backend "$b" 2>&1 | tail -n 4
+    args=(--backend "${b%%:*}")
+    [ "$b" != cpu ] && args+=(--cuda-gemm "${b#*:}")
+    /usr/bin/time -f "%e s" bin/deepinfer check-golden "golden/$g" "${args[@]}" 2>&1 | tail -n 4
   done
 done
-for b in cpu cuda; do
+for b in cpu exact tensor; do
   echo "== generate --backend $b"
+  args=(--backend cpu)
+  [ "$b" != cpu ] && args=(--backend cuda --cuda-gemm "$b")
   bin/deepinfer generate --model golden/v41-mini/checkpoint --prompt-ids 1,2,3,4,5 --max-tokens 12 \
-    --backend "$b" 2>&1 | tail -n 2
+    "${args[@]}" 2>&1 | tail -n 2
 done
 echo "== cuda_kernels_bench"; bin/cuda_kernels_bench "${BENCH_ARGS:-}"

@@ -142,6 +142,7 @@ Status bench_linear(
   DI_ASSIGN_OR_RETURN(float* q, buf.alloc<float>(static_cast<size_t>(rows * in)));
   DI_ASSIGN_OR_RETURN(float* s, buf.alloc<float>(static_cast<size_t>(rows * in / 32)));
   DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(rows * out)));
+  DI_ASSIGN_OR_RETURN(uint8_t * qa, buf.alloc<uint8_t>(static_cast<size_t>(rows * in)));
   const int n_iters = rows >= 1024 ? std::max(2, iters / 10) : iters;
   DI_ASSIGN_OR_RETURN(double ms, time_ms(n_iters, [&](int i) {
                         cudaError_t e = backend::cuda::quantize_fp8(x, rows, in, q, s, nullptr);
@@ -161,20 +162,67 @@ Status bench_linear(
   std::string lt = "n/a";
   if (f == WeightFormat::kFP8) {
     auto lt_ms = time_cublaslt_gemm(LtType::kFP8, out, rows, in, n_iters);
-    if (lt_ms) {
-      char b[64];
-      std::snprintf(b, sizeof b, "%.4f (%.2f of floor)", *lt_ms,
-                    std::max(bytes / p.bytes_per_s, flops / p.fp8_flops) * 1e3 / *lt_ms);
+    auto lt_bf16_ms = time_cublaslt_gemm(LtType::kBF16, out, rows, in, n_iters);
+    if (lt_ms && lt_bf16_ms) {
+      char b[96];
+      std::snprintf(b, sizeof b, "%.4f (%.2f of floor); bf16 %.4f", *lt_ms,
+                    std::max(bytes / p.bytes_per_s, flops / p.fp8_flops) * 1e3 / *lt_ms,
+                    *lt_bf16_ms);
       lt = b;
     } else {
-      lt = lt_ms.status().message();
+      lt = (lt_ms ? lt_bf16_ms.status() : lt_ms.status()).message();
     }
   }
   char name[96];
-  std::snprintf(name, sizeof name, "linear %s M=%lld N=%lld K=%lld",
+  std::snprintf(name, sizeof name, "linear %s exact M=%lld N=%lld K=%lld",
                 f == WeightFormat::kFP8 ? "fp8" : "fp4", static_cast<long long>(rows),
                 static_cast<long long>(out), static_cast<long long>(in));
   print_row(name, ms, bytes, flops, p.fp8_flops, p, lt + quant_note);
+  if (f != WeightFormat::kFP8) return {};
+  // The tensor-core path as CudaOps::linear runs it: act_quant to e4m3 bytes, then the MMA GEMM;
+  // and the GEMM kernel alone.
+  DI_ASSIGN_OR_RETURN(
+      double tc_ms, time_ms(n_iters, [&](int i) {
+        cudaError_t e = backend::cuda::quantize_fp8_e4m3(x, rows, in, qa, s, nullptr);
+        if (e != cudaSuccess) return e;
+        return backend::cuda::block_scaled_gemm_tc(qa, s, rows, ws[i % copies], y, nullptr);
+      }));
+  DI_ASSIGN_OR_RETURN(double tc_gemm_ms, time_ms(n_iters, [&](int i) {
+                        return backend::cuda::block_scaled_gemm_tc(qa, s, rows, ws[i % copies], y,
+                                                                   nullptr);
+                      }));
+  const double floor_ms = std::max(bytes / p.bytes_per_s, flops / p.fp8_flops) * 1e3;
+  char tc_note[96];
+  std::snprintf(tc_note, sizeof tc_note, "GEMM kernel alone %.4f ms (%.2f of floor); variants",
+                tc_gemm_ms, floor_ms / tc_gemm_ms);
+  // Every tile configuration's GEMM alone (the same bits; the launcher picks one by M).
+  std::string variants = tc_note;
+  for (int v = 0; v < backend::cuda::kTensorGemmVariants; ++v) {
+    DI_ASSIGN_OR_RETURN(double v_ms, time_ms(n_iters, [&](int i) {
+                          return backend::cuda::block_scaled_gemm_tc_variant(
+                              v, qa, s, rows, ws[i % copies], y, nullptr);
+                        }));
+    char b[32];
+    std::snprintf(b, sizeof b, " %d:%.4f", v, v_ms);
+    variants += b;
+  }
+  // The fused decode kernel (act_quant inside: the whole linear in one launch) for few rows.
+  if (backend::cuda::tensor_decode_fits(rows, in)) {
+    variants += "; fused decode";
+    for (int v = 0; v < backend::cuda::kTensorDecodeVariants; ++v) {
+      DI_ASSIGN_OR_RETURN(double v_ms, time_ms(n_iters, [&](int i) {
+                            return backend::cuda::block_scaled_gemm_tc_decode(
+                                v, x, rows, ws[i % copies], y, nullptr);
+                          }));
+      char b[48];
+      std::snprintf(b, sizeof b, " %d:%.4f (%.2f)", v, v_ms, floor_ms / v_ms);
+      variants += b;
+    }
+  }
+  std::snprintf(name, sizeof name, "linear fp8 tensor M=%lld N=%lld K=%lld",
+                static_cast<long long>(rows), static_cast<long long>(out),
+                static_cast<long long>(in));
+  print_row(name, tc_ms, bytes, flops, p.fp8_flops, p, variants);
   return {};
 }
 
@@ -229,7 +277,7 @@ Status run(bool quick) {
       "scale); notes "
       "|\n");
   std::printf("|---|---|---|---|---|---|---|\n");
-  for (int64_t m : {1, 8, 64, 4096}) {
+  for (int64_t m : {1, 8, 16, 64, 512, 4096}) {
     DI_RETURN_IF_ERROR(bench_linear(WeightFormat::kFP8, m, 5120, 5120, iters, p));
   }
   for (int64_t m : {1, 64})

@@ -21,6 +21,11 @@ Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptio
 #ifdef DI_HAVE_CUDA
     CudaOptions co;
     co.arena_bytes = options.cuda_arena_bytes;
+    if (options.cuda_gemm == "tensor") {
+      co.gemm = CudaGemm::kTensor;
+    } else if (options.cuda_gemm != "exact") {
+      return invalid_argument("unknown --cuda-gemm '" + options.cuda_gemm + "' (exact or tensor)");
+    }
     auto ops = CudaOps::create(pool, co);
     if (!ops) return ops.status().with_context("cuda backend");
     return std::unique_ptr<Ops>(std::move(ops).value());

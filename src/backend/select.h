@@ -15,6 +15,10 @@ namespace di::backend {
 struct BackendOptions {
   std::string name = "cpu";
   size_t cuda_arena_bytes = size_t{4} << 30;
+  // FP8 GEMM path of the cuda backend: "tensor" (tensor cores, within tolerance of the CPU,
+  // batch-invariant; passes check-golden on both golden folders) or "exact" (bitwise = CPU).
+  // See CudaGemm in backend/cuda/cuda_ops.h.
+  std::string cuda_gemm = "tensor";
 };
 
 Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptions& options);

@@ -19,9 +19,16 @@
 
 namespace di::backend {
 
+// How `linear` runs FP8-weight GEMMs (docs/notes/cuda-kernels.md, "Tensor cores and the bitwise
+// contract"). kExact: CUDA cores in the CPU's 8-lane order, bitwise equal to the CPU backend.
+// kTensor: e4m3 tensor-core MMAs per 32-block, within tolerance of the CPU and bitwise
+// batch-invariant (needs sm_89+). FP4 and dense weights always take the exact kernels.
+enum class CudaGemm { kExact, kTensor };
+
 struct CudaOptions {
   int device = 0;
   size_t arena_bytes = size_t{4} << 30;
+  CudaGemm gemm = CudaGemm::kExact;
 };
 
 class CudaOps final : public Ops {

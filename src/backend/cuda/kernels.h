@@ -82,6 +82,39 @@ cudaError_t block_scaled_gemm(const float* q,
                               const DeviceWeight& w,
                               float* y,
                               cudaStream_t s);
+// --- gemm_tc.cu (tensor cores; tolerance vs the CPU, bitwise batch-invariant) ---
+// The same product from e4m3 activation bytes `qa` [rows, in] (quantize_fp8_e4m3's output): each
+// 32-block sum is an MMA's, then scaled and accumulated in K order. FP8 weights only;
+// cudaErrorNotSupported below sm_89.
+cudaError_t block_scaled_gemm_tc(const uint8_t* qa,
+                                 const float* scales,
+                                 int64_t rows,
+                                 const DeviceWeight& w,
+                                 float* y,
+                                 cudaStream_t s);
+// One tile configuration of the above by number (0..kTensorGemmVariants-1), for the benchmark and
+// the batch-invariance test; all give the same bits.
+inline constexpr int kTensorGemmVariants = 8;
+cudaError_t block_scaled_gemm_tc_variant(int variant,
+                                         const uint8_t* qa,
+                                         const float* scales,
+                                         int64_t rows,
+                                         const DeviceWeight& w,
+                                         float* y,
+                                         cudaStream_t s);
+// Few rows (1..8) with act_quant fused in: x is the unquantized fp32 activation [rows, in]. The
+// same bits as quantize_fp8_e4m3 + block_scaled_gemm_tc. Measured slower than those two launches
+// (its in-CTA quantization is serial); kept for the benchmark and the bitwise test.
+// tensor_decode_fits says whether the rows' quantized activations fit in shared memory (else
+// cudaErrorInvalidValue).
+inline constexpr int kTensorDecodeVariants = 4;
+bool tensor_decode_fits(int64_t rows, int64_t in_features);
+cudaError_t block_scaled_gemm_tc_decode(
+    int variant, const float* x, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
+// act_quant with e4m3 bytes out: the values and scales of quantize_fp8, bit for bit.
+cudaError_t quantize_fp8_e4m3(
+    const float* x, int64_t rows, int64_t cols, uint8_t* qa, float* scales, cudaStream_t s);
+
 // BF16/F32 weights: y = x . w in the 8-lane order, bf16-rounded when round_bf16.
 cudaError_t dense_gemm(
     const float* x, int64_t rows, const DeviceWeight& w, float* y, bool round_bf16, cudaStream_t s);
