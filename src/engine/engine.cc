@@ -51,11 +51,7 @@ class Engine::PoolBudget : public StateBudget {
     live.cursor = PrefixCursor{};
     seq.chunk_ends.clear();
     if (!cache_) return true;
-    const int64_t len = static_cast<int64_t>(seq.tokens.size());
-    // At least one token is computed (its logits sample), and with bounded replay nothing at or
-    // after the replay point is restored (see prefix_cache.h).
-    int64_t limit = len - 1;
-    if (replay_tail_ > 0) limit = std::min(limit, replay_from(seq));
+    const int64_t limit = restore_limit(seq);
     seq.num_computed = cache_->restore(seq.tokens, limit, replay_tail_ > 0, live.state);
     // Snapshot points: the last one a later hit on this prompt may use, and power-of-two
     // multiples of the block below it (shared system prompts, few-shot headers).
@@ -66,6 +62,24 @@ class Engine::PoolBudget : public StateBudget {
     }
     if (last > seq.num_computed) seq.chunk_ends.push_back(last);
     return true;
+  }
+  bool should_wait(const Sequence& seq, std::span<Sequence* const> running) override {
+    if (!cache_) return false;
+    const int64_t limit = restore_limit(seq);
+    int64_t soon = 0;  // the longest prefix of `seq` a running prefill will snapshot
+    for (const Sequence* r : running) {
+      auto next = std::upper_bound(r->chunk_ends.begin(), r->chunk_ends.end(), r->num_computed);
+      if (next == r->chunk_ends.end()) continue;
+      const size_t n = static_cast<size_t>(
+          std::min<int64_t>(limit, std::min(seq.tokens.size(), r->tokens.size())));
+      const int64_t common =
+          std::mismatch(seq.tokens.begin(), seq.tokens.begin() + static_cast<int64_t>(n),
+                        r->tokens.begin())
+              .first -
+          seq.tokens.begin();
+      for (auto p = next; p != r->chunk_ends.end() && *p <= common; ++p) soon = std::max(soon, *p);
+    }
+    return soon > 0 && soon > cache_->cached_prefix(seq.tokens, limit);
   }
   bool try_reserve(RequestId id, int64_t num_tokens) override {
     // Reserving here (forward's own reserve then finds the pages present) is what lets the
@@ -96,6 +110,14 @@ class Engine::PoolBudget : public StateBudget {
     const bool decode_point = end >= seq.num_prompt_tokens && end % cache_->block_tokens() == 0;
     cache_->publish(seq.tokens, live.state, live.cursor, prefill_point || decode_point,
                     decode_point && !prefill_point);
+  }
+
+  // At least one token is computed (its logits sample), and with bounded replay nothing at or
+  // after the replay point is restored (see prefix_cache.h).
+  int64_t restore_limit(const Sequence& seq) const {
+    int64_t limit = static_cast<int64_t>(seq.tokens.size()) - 1;
+    if (replay_tail_ > 0) limit = std::min(limit, replay_from(seq));
+    return limit;
   }
 
   int64_t replay_from(const Sequence& seq) const {

@@ -24,7 +24,7 @@ PrefixCache::PrefixCache(model::StatePool& pool, int num_snapshots)
 
 PrefixCache::Key PrefixCache::chain_key(const Key& parent,
                                         int64_t index,
-                                        std::span<const int32_t> tokens) {
+                                        std::span<const int32_t> tokens) const {
   XXH3_state_t* state = hasher_.get();
   XXH3_128bits_reset(state);
   XXH3_128bits_update(state, &parent, sizeof(parent));
@@ -52,17 +52,14 @@ void PrefixCache::touch(int32_t block) {
   blocks_[static_cast<size_t>(block)].last_used = ++tick_;
 }
 
-int64_t PrefixCache::restore(std::span<const int32_t> tokens,
-                             int64_t max_tokens,
-                             bool bounded_replay,
-                             model::SequenceState& seq) {
-  stats_.num_lookups++;
-  stats_.query_tokens += static_cast<int64_t>(tokens.size());
+size_t PrefixCache::walk(std::span<const int32_t> tokens,
+                         int64_t max_tokens,
+                         std::vector<int32_t>& chain) const {
+  chain.clear();
   if (snapshot_owner_.empty()) return 0;
-  std::vector<int32_t> chain;
   int32_t parent = -1;
   Key key;
-  size_t best = 0;  // blocks in the longest prefix that ends at a snapshot
+  size_t best = 0;
   for (int64_t k = 0; (k + 1) * block_tokens_ <= max_tokens; ++k) {
     const auto part =
         tokens.subspan(static_cast<size_t>(k * block_tokens_), static_cast<size_t>(block_tokens_));
@@ -73,6 +70,24 @@ int64_t PrefixCache::restore(std::span<const int32_t> tokens,
     parent = id;
     if (blocks_[static_cast<size_t>(id)].snapshot >= 0) best = chain.size();
   }
+  return best;
+}
+
+int64_t PrefixCache::cached_prefix(std::span<const int32_t> tokens, int64_t max_tokens) const {
+  std::vector<int32_t> chain;
+  const size_t best = walk(tokens, max_tokens, chain);
+  return best == 0 ? 0 : blocks_[static_cast<size_t>(chain[best - 1])].end;
+}
+
+int64_t PrefixCache::restore(std::span<const int32_t> tokens,
+                             int64_t max_tokens,
+                             bool bounded_replay,
+                             model::SequenceState& seq) {
+  stats_.num_lookups++;
+  stats_.query_tokens += static_cast<int64_t>(tokens.size());
+  if (snapshot_owner_.empty()) return 0;
+  std::vector<int32_t> chain;
+  const size_t best = walk(tokens, max_tokens, chain);
   if (best == 0) return 0;
   chain.resize(best);
   const Block& last = blocks_[static_cast<size_t>(chain.back())];

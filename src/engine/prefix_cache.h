@@ -68,6 +68,9 @@ class PrefixCache {
                   bool bounded_replay,
                   model::SequenceState& seq);
 
+  // What restore() would restore now, without restoring or touching anything.
+  int64_t cached_prefix(std::span<const int32_t> tokens, int64_t max_tokens) const;
+
   // Publishes the whole blocks of `seq`'s computed positions (seq.num_tokens) not yet published.
   // `snapshot`: also store the windows at seq.num_tokens, which must be a block boundary;
   // `decode`: the snapshot replaces the one this sequence took before in decode.
@@ -104,7 +107,13 @@ class PrefixCache {
     bool live = false;
   };
 
-  Key chain_key(const Key& parent, int64_t index, std::span<const int32_t> tokens);
+  // The hasher's state is scratch, not observable state, hence const.
+  Key chain_key(const Key& parent, int64_t index, std::span<const int32_t> tokens) const;
+  // The cached blocks continuing from the start of `tokens` within `max_tokens`, and how many of
+  // them end at the deepest snapshot (0: none).
+  size_t walk(std::span<const int32_t> tokens,
+              int64_t max_tokens,
+              std::vector<int32_t>& chain) const;
   // The cached block continuing `parent` with `tokens` at block `index`, or -1.
   int32_t find(int32_t parent, const Key& key, std::span<const int32_t> tokens) const;
   int32_t add_block(int32_t parent,

@@ -106,10 +106,14 @@ bool Scheduler::schedule_running(Sequence& seq, int64_t& budget, StepPlan& plan)
 }
 
 void Scheduler::admit_waiting(int64_t& budget, StepPlan& plan) {
-  while (!waiting_.empty() && budget > 0 &&
+  auto it = waiting_.begin();
+  while (it != waiting_.end() && budget > 0 &&
          running_.size() < static_cast<size_t>(options_.max_num_seqs)) {
-    auto it = waiting_.begin();
     Sequence& s = seqs_.at(std::get<2>(*it));
+    if (budget_.should_wait(s, running_)) {
+      ++it;
+      continue;
+    }
     if (!budget_.try_admit(s)) return;
     const int64_t len = static_cast<int64_t>(s.tokens.size());
     DI_CHECK(s.num_computed < len);
@@ -120,11 +124,11 @@ void Scheduler::admit_waiting(int64_t& budget, StepPlan& plan) {
       if (!running_.empty()) return;  // room comes back as running sequences finish
       // The pool is empty and the first chunk still does not fit: it never will.
       plan.failed.push_back(s.id);
-      waiting_.erase(it);
+      it = waiting_.erase(it);
       seqs_.erase(s.id);
       continue;
     }
-    waiting_.erase(it);
+    it = waiting_.erase(it);
     s.running = true;
     running_.push_back(&s);
     plan.chunks.push_back({&s, s.num_computed, n, s.num_computed + n == len});

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -34,6 +35,12 @@ class StateBudget {
   virtual bool try_reserve(RequestId id, int64_t num_tokens) = 0;
   // Frees everything `id` holds (slot and pages). Safe to call for an id holding nothing.
   virtual void release(RequestId id) = 0;
+  // True when waiting a little serves `seq` better than admitting it now: a running sequence is
+  // about to make a longer prefix of it restorable (the prefix cache), so its prefill need not
+  // be computed twice. The scheduler then admits the sequences behind it.
+  virtual bool should_wait(const Sequence& /*seq*/, std::span<Sequence* const> /*running*/) {
+    return false;
+  }
 };
 
 struct SchedulerOptions {

@@ -149,6 +149,34 @@ TEST_F(PrefixCacheTest, ConcurrentSharedPrefixesMatchEachRunAlone) {
   EXPECT_GT(e->prefix_cache()->stats().num_hits, 0);
 }
 
+TEST_F(PrefixCacheTest, SimultaneousSharedPrefixesPrefillTheHeaderOnce) {
+  std::mt19937 rng(4);
+  const auto header = random_tokens(rng, 100);
+  std::vector<Request> reqs;
+  int64_t prompt_tokens = 0;
+  for (int i = 0; i < 12; ++i) {
+    Request r;
+    r.id = i;
+    r.prompt = header;
+    const auto tail = random_tokens(rng, 1 + i);
+    r.prompt.insert(r.prompt.end(), tail.begin(), tail.end());
+    r.max_tokens = 3;
+    prompt_tokens += static_cast<int64_t>(r.prompt.size());
+    reqs.push_back(r);
+  }
+  const auto alone = run_each_alone(reqs, /*replay_tail=*/0);
+  // All arrive at once: the others wait for the first one's header snapshot (at 96, the last
+  // block boundary inside the shared 100 tokens) instead of all computing it.
+  EngineOptions o{16, 512, 8 << 20, 16};
+  o.replay_tail = 0;
+  auto e = make(o);
+  EXPECT_EQ(run(*e, reqs), alone);
+  const PrefixCacheStats& st = e->prefix_cache()->stats();
+  EXPECT_EQ(st.num_hits, 11);
+  EXPECT_EQ(st.hit_tokens, 11 * 96);
+  EXPECT_EQ(e->stats().num_prefill_tokens, prompt_tokens - 11 * 96);
+}
+
 TEST_F(PrefixCacheTest, PreemptionAndEvictionUnderATinyBudgetKeepTheTokens) {
   auto reqs = random_requests(12, 7, /*sampled=*/true);
   for (auto& r : reqs) r.max_tokens = 40;  // long enough to pass a block boundary in decode
