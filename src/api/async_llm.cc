@@ -58,6 +58,9 @@ Expected<std::unique_ptr<AsyncLLM>> AsyncLLM::create(const std::string& model_di
                                                      const LLMOptions& options) {
   DI_ASSIGN_OR_RETURN(std::unique_ptr<LLM> llm, LLM::create(model_dir, options));
   std::unique_ptr<AsyncLLM> a(new AsyncLLM(std::move(llm)));
+  // Created here, before the loop thread exists; without a BPE tokenizer there is none and a
+  // structured-output request fails on the loop thread with the reason.
+  if (auto so = a->llm_->structured_outputs()) a->so_compiler_ = *so;
   a->publish_stats();
   a->thread_ = std::thread([p = a.get()] { p->loop(); });
   return a;

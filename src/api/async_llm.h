@@ -82,6 +82,10 @@ class AsyncLLM {
   AsyncStats stats() const;
   // The tokenizer, prompt rendering and config; LLM::prompt_ids is thread-safe.
   const LLM& llm() const { return *llm_; }
+  // The structured-output compiler, created with the AsyncLLM (null without a BPE tokenizer);
+  // thread-safe, so callers compile a request's grammar on their own threads and the engine loop
+  // only finds it compiled.
+  StructuredOutputCompiler* structured_outputs() const { return so_compiler_; }
   // The longest prompt + max_tokens a request may have.
   int64_t max_model_len() const;
 
@@ -111,6 +115,7 @@ class AsyncLLM {
   void publish_stats();
 
   std::unique_ptr<LLM> llm_;
+  StructuredOutputCompiler* so_compiler_ = nullptr;  // owned by llm_
   engine::Queue<Command> inbox_;
   std::atomic<Handle> next_handle_{1};
   std::unique_ptr<Live> live_;  // loop thread only

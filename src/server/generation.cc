@@ -1,6 +1,7 @@
 #include "server/generation.h"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <random>
 
+#include "api/grammar_constraint.h"
 #include "api/openai_response.h"
 #include "server/response_stream.h"
 
@@ -174,6 +176,18 @@ asio::awaitable<Outcome> serve_generation(HttpStream& stream,
   }
   auto ids = ctx.llm.llm().prompt_ids(r.prompt);
   if (!ids) co_return co_await write_error(stream, req, 400, ids.status().message(), "", ctx);
+  if (r.params.structured_output && ctx.llm.structured_outputs()) {
+    api::StructuredOutputCompiler& compiler = *ctx.llm.structured_outputs();
+    api::StructuredOutput& so = *r.params.structured_output;
+    const Status compiled = co_await asio::co_spawn(
+        ctx.compile_pool,
+        [&compiler, &so]() -> asio::awaitable<Status> { co_return compiler.prepare(so); },
+        asio::use_awaitable);
+    if (!compiled.ok()) {
+      // Unsupported or too complex to compile in time: both are about this request's grammar.
+      co_return co_await write_error(stream, req, 400, compiled.message(), "response_format", ctx);
+    }
+  }
   const int64_t prompt_len = static_cast<int64_t>(ids->size());
   if (auto refusal = admit(ctx, body, r, prompt_len)) {
     const std::string param = refusal->first == 400 ? "max_tokens" : "";

@@ -130,7 +130,8 @@ Status run_server(api::AsyncLLM& llm,
   // Declared before ctx and destroyed explicitly after it is no longer used: destroying the
   // io_context destroys pending connection coroutines, whose guards still touch ctx.
   auto io = std::make_unique<asio::io_context>(1);
-  ServerContext ctx{*io, llm, opts, {}, 0, 0, false, {}};
+  asio::thread_pool compile_pool(1);
+  ServerContext ctx{*io, llm, compile_pool, opts, {}, 0, 0, false, {}};
   ctx.max_model_len = opts.max_model_len > 0 ? std::min(opts.max_model_len, llm.max_model_len())
                                              : llm.max_model_len();
   beast::error_code ec;

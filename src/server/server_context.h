@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -53,6 +54,9 @@ class RequestChannel {
 struct ServerContext {
   boost::asio::io_context& io;
   api::AsyncLLM& llm;
+  // Compiles structured-output grammars (milliseconds to a second for a cold schema) off the io
+  // thread and the engine loop.
+  boost::asio::thread_pool& compile_pool;
   ServerOptions opts;
   ServerMetrics metrics;
   int64_t max_model_len = 0;  // resolved
