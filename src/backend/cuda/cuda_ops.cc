@@ -11,7 +11,6 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_arena.h"
 #include "backend/cuda/kernels.h"
-#include "kernels/ref/elementwise.h"
 
 namespace di::backend {
 
@@ -114,6 +113,30 @@ struct CudaOps::Impl {
     return d;
   }
 
+  // y = x . w on device buffers (x [rows, cols], y [rows, w.out_features]), enqueued only.
+  Status linear(
+      const float* dx, int64_t rows, int64_t cols, const WeightView& w, float* dy, bool round) {
+    DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, weight(w));
+    if (w.format != WeightFormat::kFP8 && w.format != WeightFormat::kFP4) {
+      DI_CUDA_RETURN_IF_ERROR(cuda::dense_gemm(dx, rows, dw, dy, round, stream));
+      return {};
+    }
+    const size_t in = static_cast<size_t>(rows * cols);
+    DI_ASSIGN_OR_RETURN(float* sc, scratch<float>(in / 32));
+    // (The fused decode kernel, gemm_tc_decode.cu, measured slower than these two launches at
+    // one row; it is not used here, see docs/notes/cuda-kernels.md.)
+    if (gemm == CudaGemm::kTensor && w.format == WeightFormat::kFP8) {
+      DI_ASSIGN_OR_RETURN(uint8_t * qa, scratch<uint8_t>(in));
+      DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_e4m3(dx, rows, cols, qa, sc, stream));
+      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_tc(qa, sc, rows, dw, dy, stream));
+    } else {
+      DI_ASSIGN_OR_RETURN(float* q, scratch<float>(in));
+      DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8(dx, rows, cols, q, sc, stream));
+      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm(q, sc, rows, dw, dy, stream));
+    }
+    return {};
+  }
+
   // Runs one op's staging and kernels, waits for the stream, releases the scratch, and latches
   // the first error.
   template <class F>
@@ -128,7 +151,8 @@ struct CudaOps::Impl {
   }
 };
 
-Expected<std::unique_ptr<CudaOps>> CudaOps::create(ThreadPool& pool, const CudaOptions& options) {
+Expected<std::unique_ptr<CudaOps>> CudaOps::create(ThreadPool& /*pool*/,
+                                                   const CudaOptions& options) {
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
     // No driver or no GPU (e.g. CI): say so plainly, with CUDA's reason.
@@ -152,11 +176,10 @@ Expected<std::unique_ptr<CudaOps>> CudaOps::create(ThreadPool& pool, const CudaO
   impl->gemm = options.gemm;
   DI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking));
   DI_ASSIGN_OR_RETURN(impl->arena, cuda::DeviceArena::create(options.arena_bytes));
-  return std::unique_ptr<CudaOps>(new CudaOps(pool, std::move(impl)));
+  return std::unique_ptr<CudaOps>(new CudaOps(std::move(impl)));
 }
 
-CudaOps::CudaOps(ThreadPool& pool, std::unique_ptr<Impl> impl)
-    : cpu_(pool), impl_(std::move(impl)) {}
+CudaOps::CudaOps(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaOps::~CudaOps() = default;
 
 Status CudaOps::status() const {
@@ -167,27 +190,9 @@ Status CudaOps::status() const {
 void CudaOps::linear(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16) const {
   Impl& m = *impl_;
   m.run("linear", [&]() -> Status {
-    DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, m.weight(w));
-    const size_t in = static_cast<size_t>(x.rows * x.cols);
-    DI_ASSIGN_OR_RETURN(const float* dx, m.upload(x.data, in));
+    DI_ASSIGN_OR_RETURN(const float* dx, m.upload(x.data, static_cast<size_t>(x.rows * x.cols)));
     DI_ASSIGN_OR_RETURN(float* dy, m.scratch<float>(static_cast<size_t>(y.rows * y.cols)));
-    if (w.format == WeightFormat::kFP8 || w.format == WeightFormat::kFP4) {
-      DI_ASSIGN_OR_RETURN(float* sc, m.scratch<float>(in / 32));
-      const bool tensor = m.gemm == CudaGemm::kTensor && w.format == WeightFormat::kFP8;
-      // (The fused decode kernel, gemm_tc_decode.cu, measured slower than these two launches at
-      // one row; it is not used here, see docs/notes/cuda-kernels.md.)
-      if (tensor) {
-        DI_ASSIGN_OR_RETURN(uint8_t * qa, m.scratch<uint8_t>(in));
-        DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_e4m3(dx, x.rows, x.cols, qa, sc, m.stream));
-        DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_tc(qa, sc, x.rows, dw, dy, m.stream));
-      } else {
-        DI_ASSIGN_OR_RETURN(float* q, m.scratch<float>(in));
-        DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8(dx, x.rows, x.cols, q, sc, m.stream));
-        DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm(q, sc, x.rows, dw, dy, m.stream));
-      }
-    } else {
-      DI_CUDA_RETURN_IF_ERROR(cuda::dense_gemm(dx, x.rows, dw, dy, round_bf16, m.stream));
-    }
+    DI_RETURN_IF_ERROR(m.linear(dx, x.rows, x.cols, w, dy, round_bf16));
     return m.download(y.data, dy, static_cast<size_t>(y.rows * y.cols));
   });
 }
@@ -309,7 +314,27 @@ void CudaOps::hc_mixes(ConstRowsView x,
                        float hc_eps,
                        float norm_eps,
                        HcCoefficients* out) const {
-  cpu_.hc_mixes(x, fn, scale, base, hc, sinkhorn_iters, hc_eps, norm_eps, out);
+  Impl& m = *impl_;
+  m.run("hc_mixes", [&]() -> Status {
+    if (hc < 1 || hc > HcCoefficients::kMaxHc) {
+      return Status(StatusCode::kInvalidArgument, "hc out of range: " + std::to_string(hc));
+    }
+    const int mix = (2 + hc) * hc;
+    // fn [(2+hc)*hc, hc*dim] is a per-layer constant: as an F32 weight it is uploaded once and
+    // cached like the others, and its product is dense_gemm's (the CPU's dot_f32 order).
+    const WeightView fn_w{WeightFormat::kF32, mix, x.cols, reinterpret_cast<const uint8_t*>(fn),
+                          nullptr};
+    DI_ASSIGN_OR_RETURN(const float* dx, m.upload(x.data, static_cast<size_t>(x.rows * x.cols)));
+    DI_ASSIGN_OR_RETURN(float* raw, m.scratch<float>(static_cast<size_t>(x.rows * mix)));
+    DI_RETURN_IF_ERROR(m.linear(dx, x.rows, x.cols, fn_w, raw, /*round=*/false));
+    DI_ASSIGN_OR_RETURN(const float* dscale, m.upload(scale, 3));
+    DI_ASSIGN_OR_RETURN(const float* dbase, m.upload(base, static_cast<size_t>(mix)));
+    DI_ASSIGN_OR_RETURN(HcCoefficients * dout,
+                        m.scratch<HcCoefficients>(static_cast<size_t>(x.rows)));
+    DI_CUDA_RETURN_IF_ERROR(cuda::hc_mixes(dx, x.rows, x.cols, raw, dscale, dbase, hc,
+                                           sinkhorn_iters, hc_eps, norm_eps, dout, m.stream));
+    return m.download(out, dout, static_cast<size_t>(x.rows));
+  });
 }
 
 void CudaOps::hc_collapse(ConstRowsView x, const float* pre, int hc, RowsView y) const {
@@ -349,15 +374,23 @@ void CudaOps::moe_route(ConstRowsView x,
                         const RouteParams& params,
                         int32_t* experts,
                         float* weights) const {
-  // The gate product runs on the GPU; the per-row top-k runs on the host until routing moves
-  // into a device plan (design note, "What has to change").
-  std::vector<float> raw(static_cast<size_t>(x.rows * params.num_experts));
-  RowsView raw_view{raw.data(), x.rows, params.num_experts};
-  linear(x, gate, raw_view, /*round_bf16=*/false);
-  for (int64_t r = 0; r < x.rows; ++r) {
-    kernels::moe_route_row(raw_view.row(r), bias, params, experts + r * params.topk,
-                           weights + r * params.topk);
-  }
+  Impl& m = *impl_;
+  m.run("moe_route", [&]() -> Status {
+    DI_ASSIGN_OR_RETURN(const float* dx, m.upload(x.data, static_cast<size_t>(x.rows * x.cols)));
+    DI_ASSIGN_OR_RETURN(float* raw,
+                        m.scratch<float>(static_cast<size_t>(x.rows * params.num_experts)));
+    DI_RETURN_IF_ERROR(m.linear(dx, x.rows, x.cols, gate, raw, /*round=*/false));
+    const float* dbias = nullptr;
+    if (bias) {
+      DI_ASSIGN_OR_RETURN(dbias, m.upload(bias, static_cast<size_t>(params.num_experts)));
+    }
+    const size_t n = static_cast<size_t>(x.rows * params.topk);
+    DI_ASSIGN_OR_RETURN(int32_t * de, m.scratch<int32_t>(n));
+    DI_ASSIGN_OR_RETURN(float* dw, m.scratch<float>(n));
+    DI_CUDA_RETURN_IF_ERROR(cuda::moe_route(raw, x.rows, dbias, params, de, dw, m.stream));
+    DI_RETURN_IF_ERROR(m.download(experts, de, n));
+    return m.download(weights, dw, n);
+  });
 }
 
 void CudaOps::swiglu(ConstRowsView gate,
@@ -400,7 +433,15 @@ void CudaOps::engram_gate(
 
 void CudaOps::softmax_pool(
     const float* kv, const float* score, int group, int64_t dim, float* out) const {
-  cpu_.softmax_pool(kv, score, group, dim, out);
+  Impl& m = *impl_;
+  m.run("softmax_pool", [&]() -> Status {
+    const size_t n = static_cast<size_t>(group * dim);
+    DI_ASSIGN_OR_RETURN(const float* dkv, m.upload(kv, n));
+    DI_ASSIGN_OR_RETURN(const float* ds, m.upload(score, n));
+    DI_ASSIGN_OR_RETURN(float* dout, m.scratch<float>(static_cast<size_t>(dim)));
+    DI_CUDA_RETURN_IF_ERROR(cuda::softmax_pool(dkv, ds, group, dim, dout, m.stream));
+    return m.download(out, dout, static_cast<size_t>(dim));
+  });
 }
 
 }  // namespace di::backend

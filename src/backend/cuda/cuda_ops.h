@@ -2,8 +2,7 @@
 // interface of docs/design/2026-11-29-cuda-backend.md is not yet device-resident), so each call
 // stages its activations host -> device -> host on one stream and waits for it; weights
 // (WeightView) are uploaded once into the arena and cached by address, as they are immutable for
-// the life of a model. hc_mixes and softmax_pool run on the CPU backend, and moe_route's top-k
-// on the host after a GPU gate product (see docs/notes/cuda-kernels.md).
+// the life of a model. Every op runs on the GPU (see docs/notes/cuda-kernels.md).
 //
 // Errors: the first failing CUDA call is latched in status(); later ops do nothing.
 // One CudaOps serves one caller at a time (calls are serialized by a mutex).
@@ -12,7 +11,6 @@
 #include <cstddef>
 #include <memory>
 
-#include "backend/cpu/cpu_ops.h"
 #include "backend/ops.h"
 #include "util/status.h"
 #include "util/thread_pool.h"
@@ -33,7 +31,8 @@ struct CudaOptions {
 
 class CudaOps final : public Ops {
  public:
-  // Fails (no abort) when no device is present or the arena cannot be allocated.
+  // Fails (no abort) when no device is present or the arena cannot be allocated. `pool` is not
+  // used today (every op runs on the GPU); it stays so that callers need not change.
   static Expected<std::unique_ptr<CudaOps>> create(ThreadPool& pool, const CudaOptions& options);
   ~CudaOps() override;
   const char* name() const override { return "cuda"; }
@@ -85,8 +84,7 @@ class CudaOps final : public Ops {
 
  private:
   struct Impl;
-  explicit CudaOps(ThreadPool& pool, std::unique_ptr<Impl> impl);
-  CpuOps cpu_;  // the ops that have no GPU kernel yet
+  explicit CudaOps(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

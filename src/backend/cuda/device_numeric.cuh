@@ -80,6 +80,15 @@ __device__ __forceinline__ float exp_f32(float x) {
   return static_cast<float>(exp(static_cast<double>(x)));
 }
 
+__device__ __forceinline__ float log1p_f32(float x) {
+  return static_cast<float>(log1p(static_cast<double>(x)));
+}
+
+// 1 / (1 + exp(-x)), each step rounded as the CPU's fp32 expression rounds it.
+__device__ __forceinline__ float sigmoid_f32(float x) {
+  return __fdiv_rn(1.0f, __fadd_rn(1.0f, exp_f32(-x)));
+}
+
 // kernels::dot_f32 for one thread: eight interleaved chains, the fixed combine, then the tail.
 // `stride` lets a caller read a strided operand (1 for contiguous rows).
 __device__ __forceinline__ float dot8(const float* a, const float* b, int64_t n) {

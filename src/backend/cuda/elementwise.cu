@@ -1,7 +1,7 @@
-// Row-wise kernels: quantizers, RMSNorm, RoPE, SwiGLU, hyper-connection collapse/expand and the
-// Engram gate, each computing exactly what its kernels/ref twin computes (same operation order,
-// explicit round-to-nearest arithmetic). Correctness first: one thread per quantization block or
-// element, one block per row where a row reduction is needed.
+// Row-wise kernels: quantizers, RMSNorm, RoPE, SwiGLU, hyper-connection collapse/expand, the
+// Engram gate and the compressor's softmax pooling, each computing exactly what its kernels/ref
+// twin computes (same operation order, explicit round-to-nearest arithmetic). Correctness first:
+// one thread per quantization block or element, one block per row where a row reduction is needed.
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/kernels.h"
 
@@ -227,7 +227,33 @@ __global__ void engram_gate_kernel(float* x,
   }
 }
 
+// Compressor pooling (kernels::softmax_pool_channels): one thread per channel, the group loop in
+// the CPU's order. exp is recomputed in the last loop (the same value) rather than kept in a
+// per-thread array, so any group size works without local memory.
+__global__ void softmax_pool_kernel(
+    const float* kv, const float* score, int group, int64_t dim, float* out) {
+  const int64_t d = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (d >= dim) return;
+  float mx = -INFINITY;
+  for (int i = 0; i < group; ++i) mx = fmaxf(mx, score[i * dim + d]);
+  float sum = 0;
+  for (int i = 0; i < group; ++i) sum = __fadd_rn(sum, exp_f32(__fsub_rn(score[i * dim + d], mx)));
+  float acc = 0;
+  for (int i = 0; i < group; ++i) {
+    const float e = exp_f32(__fsub_rn(score[i * dim + d], mx));
+    acc = __fadd_rn(acc, __fmul_rn(kv[i * dim + d], __fdiv_rn(e, sum)));
+  }
+  out[d] = acc;
+}
+
 }  // namespace
+
+cudaError_t softmax_pool(
+    const float* kv, const float* score, int group, int64_t dim, float* out, cudaStream_t s) {
+  if (dim == 0) return cudaSuccess;
+  softmax_pool_kernel<<<grid_for(dim), kThreads, 0, s>>>(kv, score, group, dim, out);
+  return cudaGetLastError();
+}
 
 cudaError_t fake_quant_fp8(float* x, int64_t rows, int64_t cols, int block, cudaStream_t s) {
   const int64_t n = rows * (cols / block);

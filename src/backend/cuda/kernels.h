@@ -74,6 +74,38 @@ cudaError_t engram_gate(float* x,
                         float inv_sqrt_dim,
                         cudaStream_t s);
 
+// Compressor pooling: out[d] = sum_i kv[i, d] * softmax_i(score[:, d]) over `group` rows of
+// [group, dim] (exp: see device_numeric.cuh).
+cudaError_t softmax_pool(
+    const float* kv, const float* score, int group, int64_t dim, float* out, cudaStream_t s);
+
+// --- hc_mixes.cu (bitwise up to exp's last bit) ---
+// Block.hc_mixes after the mix product: raw [rows, (2+hc)*hc] holds x . fn (dense_gemm with the
+// F32 fn, unrounded); x [rows, hc_dim] gives the RMS factor. hc <= HcCoefficients::kMaxHc.
+cudaError_t hc_mixes(const float* x,
+                     int64_t rows,
+                     int64_t hc_dim,
+                     const float* raw,
+                     const float* scale,
+                     const float* base,
+                     int hc,
+                     int sinkhorn_iters,
+                     float hc_eps,
+                     float norm_eps,
+                     HcCoefficients* out,
+                     cudaStream_t s);
+
+// --- moe_route.cu (bitwise up to exp/log1p's last bit; ties to the lower index) ---
+// Router tail on raw [rows, num_experts] = x . gate (fp32): experts and weights [rows, topk].
+// bias may be null.
+cudaError_t moe_route(const float* raw,
+                      int64_t rows,
+                      const float* bias,
+                      const RouteParams& p,
+                      int32_t* experts,
+                      float* weights,
+                      cudaStream_t s);
+
 // --- gemm.cu (bitwise) ---
 // y = bf16(sum over 32-blocks in K order of (block dot * a_scale) * w_scale) for FP8/FP4 weights.
 cudaError_t block_scaled_gemm(const float* q,

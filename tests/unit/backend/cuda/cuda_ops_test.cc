@@ -111,23 +111,6 @@ TEST_F(CudaOpsTest, RmsNormAndHyperConnectionsMatchCpuBitwise) {
   expect_bitwise(og, oc, "hc_expand");
 }
 
-TEST_F(CudaOpsTest, MoeRouteMatchesCpu) {
-  const int64_t rows = 9, dim = 256;
-  RouteParams p;
-  p.num_experts = 64;
-  p.topk = 6;
-  p.route_scale = 2.5f;
-  RandomWeight gate = random_weight(WeightFormat::kF32, p.num_experts, dim, 41);
-  auto x = random_rows(static_cast<size_t>(rows * dim), 42);
-  auto bias = random_rows(static_cast<size_t>(p.num_experts), 43, 0.01f);
-  std::vector<int32_t> ec(static_cast<size_t>(rows * p.topk)), eg(ec.size());
-  std::vector<float> wc(ec.size()), wg(ec.size());
-  cpu_.moe_route({x.data(), rows, dim}, gate.view, bias.data(), p, ec.data(), wc.data());
-  gpu_->moe_route({x.data(), rows, dim}, gate.view, bias.data(), p, eg.data(), wg.data());
-  EXPECT_EQ(eg, ec);
-  expect_bitwise(wg, wc, "moe_route weights");
-}
-
 TEST_F(CudaOpsTest, TranscendentalOpsMatchCpuNearlyBitwise) {
   const int64_t rows = 6, cols = 512;
   auto g = random_rows(static_cast<size_t>(rows * cols), 51, 3.0f);
