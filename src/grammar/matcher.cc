@@ -82,12 +82,20 @@ void GrammarMatcher::fill_next_token_bitmask(TokenBitmask& mask) {
   if (terminated_) return;
   if (parser_.accepting() && t.eos_id() >= 0) mask.set(t.eos_id());
 
-  // Distinct states of the newest set that can scan a byte.
+  // Distinct states of the newest set's items that were not predicted in it and still have
+  // edges. A predicted item (origin == this set) starts a rule called by some other item of the
+  // set, and that caller's cache entry (its walk predicts the same rule and continues after it)
+  // already covers every token through the callee. Walking the callers instead of the callees
+  // keeps a callee's "rule ends inside the token" tokens out of the uncertain list: a one-char
+  // rule called from a counted repetition (minLength) made ~120k tokens uncertain on every mask.
   scan_states_.clear();
   const auto& states = g_->nfa().states();
+  const uint32_t cur = static_cast<uint32_t>(parser_.num_sets() - 1);
   for (const EarleyItem* it = parser_.last_begin(); it != parser_.last_end(); ++it) {
     const NfaState& st = states[it->state];
-    if (st.byte_begin != st.byte_end) scan_states_.push_back(it->state);
+    if (it->origin == cur) continue;
+    if (st.byte_begin != st.byte_end || st.ref_begin != st.ref_end)
+      scan_states_.push_back(it->state);
   }
   std::sort(scan_states_.begin(), scan_states_.end());
   scan_states_.erase(std::unique(scan_states_.begin(), scan_states_.end()), scan_states_.end());

@@ -26,6 +26,10 @@ struct Config {
   int32_t table = -1;    // offset of its 256 transitions in trans_, -1: not shared
   ByteSet loops, exits;  // bytes known to map it back to itself / elsewhere
   int8_t body = -1;      // behaves like StringBodyDfa's loop: -1 unknown, 0 no, 1 yes
+  // Bytes some item of the configuration can scan (EarleyParser::next_bytes): any other byte is
+  // dead without running the parser. Large sets (a root predicting hundreds of alternatives)
+  // made each dead probe cost microseconds.
+  ByteSet live;
 };
 
 // Below this many trie nodes a subtree is cheaper to walk than to prove a string body.
@@ -46,6 +50,7 @@ class Walker {
   int32_t step(int32_t parent, uint32_t d, uint8_t b, bool keep);
   bool loops_on(int32_t c, uint32_t d, const ByteSet& bytes);
   int32_t probe(int32_t c, uint32_t d, uint8_t b);
+  ByteSet byte_class(uint8_t b) const;
   bool is_string_body(int32_t c, uint32_t d);
   bool bisimulate(int32_t c, int r, uint32_t d);
   std::vector<uint64_t> pairs_;   // pairs of the proof in progress
@@ -84,7 +89,7 @@ int32_t Walker::intern(bool ex) {
     key_.push_back((uint64_t{it->state} << 32) | enc);
   }
   if (trans_.size() / 256 >= kMaxTables) {
-    cfg_.push_back(Config{final, ex, -1, {}, {}});
+    cfg_.push_back(Config{final, ex, -1, {}, {}, -1, p_.next_bytes()});
     return static_cast<int32_t>(cfg_.size() - 1);
   }
   std::sort(key_.begin(), key_.end());
@@ -92,7 +97,8 @@ int32_t Walker::intern(bool ex) {
   std::string k(reinterpret_cast<const char*>(key_.data()), key_.size() * sizeof(uint64_t));
   auto [pos, fresh] = ids_.emplace(std::move(k), static_cast<int32_t>(cfg_.size()));
   if (!fresh) return pos->second;
-  cfg_.push_back(Config{final, ex, static_cast<int32_t>(trans_.size()), {}, {}});
+  cfg_.push_back(
+      Config{final, ex, static_cast<int32_t>(trans_.size()), {}, {}, -1, p_.next_bytes()});
   trans_.resize(trans_.size() + 256, kUnknown);
   return pos->second;
 }
@@ -113,6 +119,7 @@ void Walker::replay_to(uint32_t d) {
 int32_t Walker::step(int32_t parent, uint32_t d, uint8_t b, bool keep) {
   const int32_t table = cfg_[parent].table;
   if (table >= 0 && trans_[table + b] != kUnknown) return trans_[table + b];
+  if (!cfg_[parent].live.test(b)) return kDead;
   replay_to(d - 1);
   const int32_t c = probe(parent, d - 1, b);
   if (keep && c != kDead) {
@@ -127,13 +134,43 @@ int32_t Walker::probe(int32_t c, uint32_t d, uint8_t b) {
   const int32_t table = cfg_[c].table;
   if (table >= 0 && trans_[table + b] != kUnknown) return trans_[table + b];
   const bool ex = d + 1 >= 2 && (cfg_[c].ex || cfg_[c].final);
+  if (!cfg_[c].live.test(b)) {
+    if (table >= 0) trans_[table + b] = kDead;
+    return kDead;
+  }
+  const ByteSet same = byte_class(b);
   int32_t next = kDead;
   if (p_.push_byte(b)) {
     next = intern(ex);
     p_.pop();
   }
-  if (table >= 0) trans_[table + b] = next;
+  if (table < 0) return next;
+  // Every byte of b's class matches the same edges, so push_byte builds the same set from it.
+  for (int w = 0; w < 4; ++w) {
+    for (uint64_t m = same.words[w]; m; m &= m - 1)
+      trans_[table + w * 64 + __builtin_ctzll(m)] = next;
+  }
   return next;
+}
+
+// Bytes that every byte edge of the parser's newest set treats like b (in all of them or in
+// none): scanning any of them yields the same Earley set. JSON grammars have few such classes
+// (a string body: ASCII, a few UTF-8 lead and continuation ranges), so one parser step decides
+// dozens of transitions.
+ByteSet Walker::byte_class(uint8_t b) const {
+  ByteSet same;
+  for (uint64_t& w : same.words) w = ~uint64_t{0};
+  const auto& states = g_.states();
+  const auto& edges = g_.byte_edges();
+  for (const EarleyItem* it = p_.last_begin(); it != p_.last_end(); ++it) {
+    const NfaState& st = states[it->state];
+    for (uint32_t e = st.byte_begin; e < st.byte_end; ++e) {
+      const ByteSet& set = edges[e].set;
+      const bool in = set.test(b);
+      for (int w = 0; w < 4; ++w) same.words[w] &= in ? set.words[w] : ~set.words[w];
+    }
+  }
+  return same;
 }
 
 // Whether c (at depth d of the current path) accepts exactly StringBodyDfa's language from its
@@ -204,8 +241,21 @@ bool Walker::loops_on(int32_t c, uint32_t d, const ByteSet& bytes) {
 std::unique_ptr<StateMask> Walker::run() {
   const TokenTrie& t = t_;
   auto out = std::make_unique<StateMask>();
-  std::vector<int32_t> accepted;
-  cfg_.push_back(Config{false, false, 0, {}, {}});  // the root: never merged with others
+  // Accepted tokens go straight into a bitmap: states inside free text accept nearly the whole
+  // vocabulary, and a growing id vector plus a second pass cost more than the walk itself.
+  std::vector<uint32_t> bits((t.vocab_size() + 31) / 32, 0);
+  size_t num_accepted = 0;
+  auto accept = [&](const int32_t* b, const int32_t* e) {
+    num_accepted += static_cast<size_t>(e - b);
+    for (; b != e; ++b) bits[*b >> 5] |= 1u << (*b & 31);
+  };
+  // Typical walks build tens of configurations: reserving avoids regrowing (and copying) the
+  // transition tables, which showed up as malloc time in profiles.
+  cfg_.reserve(64);
+  trans_.reserve(64 * 256);
+  ids_.reserve(64);
+  // The root: never merged with others.
+  cfg_.push_back(Config{false, false, 0, {}, {}, -1, p_.next_bytes()});
   trans_.assign(256, kUnknown);
   path_.assign(1, 0);
   at_.assign(1, 0);
@@ -233,21 +283,28 @@ std::unique_ptr<StateMask> Walker::run() {
       continue;
     }
     at_[d] = c;
-    accepted.insert(accepted.end(), t.tokens_begin(i), t.tokens_end(i));
+    accept(t.tokens_begin(i), t.tokens_end(i));
     if (t.skip(i) > i + 1 && loops_on(c, d, t.subtree_bytes(i))) {
-      accepted.insert(accepted.end(), t.subtree_tokens_begin(i), t.subtree_tokens_end(i));
+      accept(t.subtree_tokens_begin(i), t.subtree_tokens_end(i));
       i = t.skip(i);
       continue;
     }
     const ByteSet& below = t.subtree_bytes(i);
-    if (t.skip(i) > i + kMinBodySubtree && t.body_state(i) == StringBodyDfa::kLoop &&
-        !below.test('"') && !below.test('\\') && is_string_body(c, d)) {
+    // A proof is cached per configuration, so once proven it pays off for small subtrees too.
+    if ((t.skip(i) > i + kMinBodySubtree || cfg_[c].body == 1) &&
+        t.body_state(i) == StringBodyDfa::kLoop && !below.test('"') && !below.test('\\') &&
+        is_string_body(c, d)) {
       // The path so far ends between characters, so a token below is accepted iff its whole
       // byte string is a string-body prefix (the DFA is deterministic).
+      if (t.subtree_body_ok(i)) {  // every token below is one: take the contiguous run
+        accept(t.subtree_tokens_begin(i), t.subtree_tokens_end(i));
+        i = t.skip(i);
+        continue;
+      }
       for (uint32_t j = i + 1; j < t.skip(i); ++j) {
         if (t.tokens_begin(j) == t.tokens_end(j)) continue;
         if (t.body_state(j) != StringBodyDfa::kDead)
-          accepted.insert(accepted.end(), t.tokens_begin(j), t.tokens_end(j));
+          accept(t.tokens_begin(j), t.tokens_end(j));
         else if (cfg_[c].ex)
           out->uncertain.push_back(j);
       }
@@ -256,11 +313,13 @@ std::unique_ptr<StateMask> Walker::run() {
     }
     ++i;
   }
-  if (accepted.size() * 32 < t.vocab_size()) {
-    out->accepted_ids = std::move(accepted);
+  if (num_accepted * 32 < t.vocab_size()) {
+    for (size_t w = 0; w < bits.size(); ++w) {
+      for (uint32_t m = bits[w]; m; m &= m - 1)
+        out->accepted_ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(m)));
+    }
   } else {
-    out->accepted_bits.assign((t.vocab_size() + 31) / 32, 0);
-    for (int32_t id : accepted) out->accepted_bits[id >> 5] |= 1u << (id & 31);
+    out->accepted_bits = std::move(bits);
   }
   return out;
 }

@@ -69,10 +69,13 @@ std::shared_ptr<const TokenTrie> TokenTrie::build(const Vocabulary& vocab) {
   }
   // Children follow their parent in preorder, so one backward pass folds subtrees upwards.
   t->sub_bytes_.assign(t->byte_.size(), ByteSet{});
+  t->sub_body_ok_.assign(t->byte_.size(), 1);
   for (size_t i = t->byte_.size(); i-- > 1;) {
     ByteSet& up = t->sub_bytes_[t->parent_[i]];
     up |= t->sub_bytes_[i];
     up.set(t->byte_[i]);
+    if (!t->sub_body_ok_[i] || t->body_state_[i] == StringBodyDfa::kDead)
+      t->sub_body_ok_[t->parent_[i]] = 0;
   }
   return t;
 }

@@ -57,6 +57,9 @@ class TokenTrie {
   const ByteSet& subtree_bytes(uint32_t node) const { return sub_bytes_[node]; }
   // StringBodyDfa state after the node's bytes from kLoop (kDead: not a string-body prefix).
   int body_state(uint32_t node) const { return body_state_[node]; }
+  // Whether every node strictly below `node` has a live body_state (all its tokens are
+  // string-body prefixes).
+  bool subtree_body_ok(uint32_t node) const { return sub_body_ok_[node] != 0; }
   // Preorder node of a text token, or -1 for special/empty tokens.
   int32_t node_of(int32_t id) const { return node_of_[id]; }
 
@@ -73,6 +76,7 @@ class TokenTrie {
   std::vector<int32_t> toks_, node_of_;
   std::vector<ByteSet> sub_bytes_;
   std::vector<int8_t> body_state_;
+  std::vector<uint8_t> sub_body_ok_;
 };
 
 }  // namespace di::grammar

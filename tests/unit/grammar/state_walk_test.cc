@@ -66,6 +66,11 @@ TEST(StateWalk, MasksEqualOneByOneAcceptanceOnADenseVocabulary) {
                "additionalProperties":{"type":"string"}})",
            R"({"type":"array","items":{"type":"string"}})",
            R"({"enum":["aq","a\u00e9", "qqq"]})",
+           // minLength: items that only call the one-char rule are walked (matcher.cc).
+           R"({"type":"string","minLength":2,"maxLength":5})",
+           R"({"type":"array","items":{"type":"string","minLength":3}})",
+           R"({"anyOf":[{"type":"integer"},{"type":"string","maxLength":2},
+               {"type":"array","items":{"type":"string"}}]})",
        })
     check_walks(c, schema, rng);
 }
