@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels.h"
 #include "cuda/cublaslt_gemm.h"
+#include "cuda/wgmma_bench.h"
 
 namespace di::bench {
 namespace {
@@ -283,7 +284,7 @@ Status run(bool quick) {
   for (int64_t m : {1, 64})
     DI_RETURN_IF_ERROR(bench_linear(WeightFormat::kFP4, m, 2304, 5120, iters, p));
   for (int64_t q : {1, 64}) DI_RETURN_IF_ERROR(bench_attention(q, iters, p));
-  return {};
+  return bench_wgmma_gemms(p.fp8_flops, p.bytes_per_s, quick);
 }
 
 }  // namespace

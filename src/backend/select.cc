@@ -23,8 +23,11 @@ Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptio
     co.arena_bytes = options.cuda_arena_bytes;
     if (options.cuda_gemm == "tensor") {
       co.gemm = CudaGemm::kTensor;
+    } else if (options.cuda_gemm == "wgmma") {
+      co.gemm = CudaGemm::kWgmma;
     } else if (options.cuda_gemm != "exact") {
-      return invalid_argument("unknown --cuda-gemm '" + options.cuda_gemm + "' (exact or tensor)");
+      return invalid_argument("unknown --cuda-gemm '" + options.cuda_gemm +
+                              "' (exact, tensor or wgmma)");
     }
     auto ops = CudaOps::create(pool, co);
     if (!ops) return ops.status().with_context("cuda backend");

@@ -15,10 +15,12 @@ inline void add_backend_flags(CLI::App& app, backend::BackendOptions& opts) {
          "--cuda-arena-mb", [&opts](size_t mb) { opts.cuda_arena_bytes = mb << 20; },
          "device memory arena, allocated once at start-up (default 4096)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--cuda-gemm", opts.cuda_gemm,
-                 "FP8 GEMM on cuda: tensor (default; tensor cores, within tolerance of cpu, "
-                 "batch-invariant) or exact (bitwise = cpu, CUDA cores)")
-      ->check(CLI::IsMember({"exact", "tensor"}));
+  app.add_option(
+         "--cuda-gemm", opts.cuda_gemm,
+         "FP8 GEMM on cuda: tensor (default; tensor cores, within tolerance of cpu, "
+         "batch-invariant), exact (bitwise = cpu, CUDA cores) or wgmma (sm_90a prefill kernel, "
+         "faster, looser: fails check-golden's per-layer tolerances)")
+      ->check(CLI::IsMember({"exact", "tensor", "wgmma"}));
 }
 
 }  // namespace di::cli

@@ -125,10 +125,12 @@ struct CudaOps::Impl {
     DI_ASSIGN_OR_RETURN(float* sc, scratch<float>(in / 32));
     // (The fused decode kernel, gemm_tc_decode.cu, measured slower than these two launches at
     // one row; it is not used here, see docs/notes/cuda-kernels.md.)
-    if (gemm == CudaGemm::kTensor && w.format == WeightFormat::kFP8) {
+    if (gemm != CudaGemm::kExact && w.format == WeightFormat::kFP8) {
       DI_ASSIGN_OR_RETURN(uint8_t * qa, scratch<uint8_t>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_e4m3(dx, rows, cols, qa, sc, stream));
-      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_tc(qa, sc, rows, dw, dy, stream));
+      DI_CUDA_RETURN_IF_ERROR(gemm == CudaGemm::kWgmma
+                                  ? cuda::block_scaled_gemm_wg(qa, sc, rows, dw, dy, stream)
+                                  : cuda::block_scaled_gemm_tc(qa, sc, rows, dw, dy, stream));
     } else {
       DI_ASSIGN_OR_RETURN(float* q, scratch<float>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8(dx, rows, cols, q, sc, stream));
@@ -164,6 +166,14 @@ Expected<std::unique_ptr<CudaOps>> CudaOps::create(ThreadPool& /*pool*/,
     return Status(StatusCode::kUnavailable, "no CUDA device " + std::to_string(options.device));
   }
   DI_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
+  if (options.gemm == CudaGemm::kWgmma) {
+    cudaDeviceProp prop{};
+    DI_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, options.device));
+    if (prop.major != 9 || prop.minor != 0) {
+      return Status(StatusCode::kUnavailable,
+                    "the wgmma GEMM path needs an sm_90 device; use --cuda-gemm tensor");
+    }
+  }
   if (options.gemm == CudaGemm::kTensor) {
     cudaDeviceProp prop{};
     DI_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, options.device));

@@ -143,6 +143,30 @@ inline constexpr int kTensorDecodeVariants = 4;
 bool tensor_decode_fits(int64_t rows, int64_t in_features);
 cudaError_t block_scaled_gemm_tc_decode(
     int variant, const float* x, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
+// --- gemm_wgmma.cu (sm_90a wgmma + TMA; the sequence of block_scaled_gemm_tc, but each k32 block
+// sum is an FP8 wgmma's, whose truncating accumulation is ~30x less accurate: CudaGemm::kWgmma) ---
+// Whether the wgmma kernel can run this product here: an sm_90 device, FP8 weights, K % 128 == 0
+// and 16-byte aligned operands.
+bool wgmma_gemm_applies(const uint8_t* qa, const float* scales, const DeviceWeight& w);
+// One tile configuration by number (0..kWgmmaGemmVariants-1): 0 is 128 x 128 (two consumer
+// warpgroups), 1-3 are 64 x {128, 64, 32}, 4 is 0 without the overlapped promotion. All give
+// the same bits. cudaErrorNotSupported where
+// wgmma_gemm_applies is false.
+inline constexpr int kWgmmaGemmVariants = 5;
+cudaError_t block_scaled_gemm_wgmma(int variant,
+                                    const uint8_t* qa,
+                                    const float* scales,
+                                    int64_t rows,
+                                    const DeviceWeight& w,
+                                    float* y,
+                                    cudaStream_t s);
+// The kWgmma path: the wgmma kernel (tile by M) where it applies, else block_scaled_gemm_tc.
+cudaError_t block_scaled_gemm_wg(const uint8_t* qa,
+                                 const float* scales,
+                                 int64_t rows,
+                                 const DeviceWeight& w,
+                                 float* y,
+                                 cudaStream_t s);
 // act_quant with e4m3 bytes out: the values and scales of quantize_fp8, bit for bit.
 cudaError_t quantize_fp8_e4m3(
     const float* x, int64_t rows, int64_t cols, uint8_t* qa, float* scales, cudaStream_t s);

@@ -1,0 +1,161 @@
+// See wgmma_bench.h. GEMM kernels alone on device buffers (act_quant timed separately): the
+// kWgmma path (block_scaled_gemm_wg), each wgmma tile variant, the kTensor path
+// (block_scaled_gemm_tc, mma.sync), cuBLASLt FP8; and how many outputs the wgmma and mma.sync
+// kernels agree on bit for bit (their k32 block sums come from different instructions).
+#include "cuda/wgmma_bench.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels.h"
+#include "cuda/cublaslt_gemm.h"
+
+namespace di::bench {
+namespace {
+
+using backend::cuda::DeviceWeight;
+
+// Mean ms of fn() over iters calls after 2 warm-ups.
+template <class F>
+Expected<double> mean_ms(int iters, F&& fn) {
+  for (int i = 0; i < 2; ++i) DI_CUDA_RETURN_IF_ERROR(fn());
+  cudaEvent_t a = nullptr, b = nullptr;
+  DI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&a));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&b));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(a));
+  for (int i = 0; i < iters; ++i) DI_CUDA_RETURN_IF_ERROR(fn());
+  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(b));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(b));
+  float ms = 0;
+  DI_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, a, b));
+  (void)cudaEventDestroy(a);
+  (void)cudaEventDestroy(b);
+  return static_cast<double>(ms) / iters;
+}
+
+struct Buffers {
+  std::vector<void*> ptrs;
+  ~Buffers() {
+    for (void* p : ptrs) (void)cudaFree(p);
+  }
+  template <class T>
+  Expected<T*> alloc(size_t n) {
+    void* p = nullptr;
+    DI_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, sizeof(T) * std::max<size_t>(n, 1)));
+    ptrs.push_back(p);
+    return static_cast<T*>(p);
+  }
+  template <class T>
+  Expected<T*> upload(const std::vector<T>& h) {
+    DI_ASSIGN_OR_RETURN(T * d, alloc<T>(h.size()));
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(d, h.data(), sizeof(T) * h.size(), cudaMemcpyHostToDevice));
+    return d;
+  }
+};
+
+struct Shape {
+  const char* name;
+  int64_t rows, out, in;
+};
+
+Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool old_too) {
+  Buffers buf;
+  const int64_t M = sh.rows, N = sh.out, K = sh.in;
+  std::mt19937 rng(7);
+  std::vector<uint8_t> wq(static_cast<size_t>(N * K)),
+      ws(static_cast<size_t>((N + 31) / 32 * K / 32));
+  for (auto& b : wq) {
+    const uint32_t r = rng();
+    b = static_cast<uint8_t>((r & 0x7f) == 0x7f ? 0x7e : r & 0xff);
+  }
+  for (auto& b : ws) b = static_cast<uint8_t>(118 + rng() % 6);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(M * K));
+  for (auto& v : x) v = nd(rng);
+  DI_ASSIGN_OR_RETURN(uint8_t * wd, buf.upload(wq));
+  DI_ASSIGN_OR_RETURN(uint8_t * wsd, buf.upload(ws));
+  DI_ASSIGN_OR_RETURN(float* xd, buf.upload(x));
+  DI_ASSIGN_OR_RETURN(uint8_t * qa, buf.alloc<uint8_t>(x.size()));
+  DI_ASSIGN_OR_RETURN(float* sc, buf.alloc<float>(x.size() / 32));
+  DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(M * N)));
+  DI_ASSIGN_OR_RETURN(float* y2, buf.alloc<float>(static_cast<size_t>(M * N)));
+  const DeviceWeight w{WeightFormat::kFP8, N, K, wd, wsd};
+  const double flops = 2.0 * M * N * K;
+  const int iters = flops > 2e12 ? 3 : flops > 2e11 ? 5 : 20;
+  DI_ASSIGN_OR_RETURN(double quant_ms, mean_ms(iters, [&] {
+                        return backend::cuda::quantize_fp8_e4m3(xd, M, K, qa, sc, nullptr);
+                      }));
+  DI_ASSIGN_OR_RETURN(double ms, mean_ms(iters, [&] {
+                        return backend::cuda::block_scaled_gemm_wg(qa, sc, M, w, y, nullptr);
+                      }));
+  std::string notes = "variants";
+  for (int v = 0; v < backend::cuda::kWgmmaGemmVariants; ++v) {
+    auto v_ms = mean_ms(iters, [&] {
+      return backend::cuda::block_scaled_gemm_wgmma(v, qa, sc, M, w, y2, nullptr);
+    });
+    char b[32];
+    std::snprintf(b, sizeof b, " %d:%.4f", v, v_ms ? *v_ms : -1.0);
+    notes += b;
+  }
+  std::string old = "-";
+  if (old_too) {
+    DI_ASSIGN_OR_RETURN(double o_ms, mean_ms(std::min(iters, 3), [&] {
+                          return backend::cuda::block_scaled_gemm_tc(qa, sc, M, w, y2, nullptr);
+                        }));
+    // Outputs on which the two kernel families agree bit for bit.
+    std::vector<float> a(static_cast<size_t>(M * N)), b(a.size());
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(a.data(), y, a.size() * 4, cudaMemcpyDeviceToHost));
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(b.data(), y2, b.size() * 4, cudaMemcpyDeviceToHost));
+    size_t eq = 0;
+    for (size_t i = 0; i < a.size(); ++i) eq += std::memcmp(&a[i], &b[i], 4) == 0;
+    char o[96];
+    std::snprintf(o, sizeof o, "%.4f (%.4f %% bits equal)", o_ms,
+                  100.0 * static_cast<double>(eq) / static_cast<double>(a.size()));
+    old = o;
+  }
+  auto lt = time_cublaslt_gemm(LtType::kFP8, N, M, K, iters);
+  const double bytes = static_cast<double>(N * K) + M * K + 4.0 * M * N;
+  const double floor_ms = std::max(flops / fp8_flops, bytes / bytes_per_s) * 1e3;
+  char ltb[48] = "n/a";
+  if (lt) std::snprintf(ltb, sizeof ltb, "%.4f (%.2f)", *lt, floor_ms / *lt);
+  std::printf("| %s M=%lld N=%lld K=%lld | %.4f | %.4f | %.3f | %.0f | %s | %s | %.4f | %s |\n",
+              sh.name, static_cast<long long>(M), static_cast<long long>(N),
+              static_cast<long long>(K), ms, floor_ms, floor_ms / ms, flops / (ms * 1e-3) / 1e12,
+              ltb, old.c_str(), quant_ms, notes.c_str());
+  return {};
+}
+
+}  // namespace
+
+Status bench_wgmma_gemms(double fp8_flops, double bytes_per_s, bool quick) {
+  std::printf(
+      "\nFP8 GEMM kernel alone: --cuda-gemm wgmma (sm_90a). floor = max(FLOPs / measured fp8 "
+      "peak, bytes / measured bandwidth)\n\n| shape | wgmma ms | floor ms | floor/time | TFLOP/s | "
+      "cuBLASLt fp8 ms (floor/time) | tensor (mma.sync) ms | act_quant ms | wgmma variants ms |\n"
+      "|---|---|---|---|---|---|---|---|---|\n");
+  std::vector<Shape> shapes;
+  for (int64_t m : {1, 16, 64, 256, 1024}) shapes.push_back({"sweep", m, 5120, 5120});
+  for (int64_t m : {int64_t{4096}, int64_t{16384}}) {
+    if (quick && m > 4096) continue;
+    shapes.push_back({"square", m, 5120, 5120});
+    shapes.push_back({"wq_b", m, 32768, 1280});
+    shapes.push_back({"wq_a", m, 1280, 5120});
+    shapes.push_back({"wo_b", m, 5120, 4096});
+    shapes.push_back({"shared w1/w3", m, 2304, 5120});
+    shapes.push_back({"shared w2", m, 5120, 2304});
+  }
+  for (const Shape& s : shapes) {
+    const bool old_too = s.rows <= 4096 && (s.out == 5120 || s.rows <= 1024);
+    DI_RETURN_IF_ERROR(bench_shape(s, fp8_flops, bytes_per_s, old_too));
+  }
+  return {};
+}
+
+}  // namespace di::bench
