@@ -1,7 +1,8 @@
 // See wgmma_bench.h. GEMM kernels alone on device buffers (act_quant timed separately): the
-// kWgmma path (block_scaled_gemm_wg), each wgmma tile variant, the kTensor path
-// (block_scaled_gemm_tc, mma.sync), cuBLASLt FP8; and how many outputs the wgmma and mma.sync
-// kernels agree on bit for bit (their k32 block sums come from different instructions).
+// tensor path's bf16 wgmma kernel, the FP8 wgmma kernel (--cuda-gemm wgmma), each one's tile
+// variants, the mma.sync kernels (block_scaled_gemm_tc), cuBLASLt FP8; and how many outputs the
+// wgmma kernels share bit for bit with mma.sync (their k32 block sums come from other
+// instructions).
 #include "cuda/wgmma_bench.h"
 
 #include <cuda_runtime.h>
@@ -89,35 +90,54 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
   const DeviceWeight w{WeightFormat::kFP8, N, K, wd, wsd};
   const double flops = 2.0 * M * N * K;
   const int iters = flops > 2e12 ? 3 : flops > 2e11 ? 5 : 20;
+  DI_ASSIGN_OR_RETURN(uint16_t * xb, buf.alloc<uint16_t>(x.size()));
+  DI_ASSIGN_OR_RETURN(float* y3, buf.alloc<float>(static_cast<size_t>(M * N)));
   DI_ASSIGN_OR_RETURN(double quant_ms, mean_ms(iters, [&] {
-                        return backend::cuda::quantize_fp8_e4m3(xd, M, K, qa, sc, nullptr);
+                        return backend::cuda::quantize_fp8_bf16(xd, M, K, xb, nullptr);
                       }));
+  DI_CUDA_RETURN_IF_ERROR(backend::cuda::quantize_fp8_e4m3(xd, M, K, qa, sc, nullptr));
+  // The tensor path on sm_90 (bf16 wgmma), then the FP8 wgmma path.
   DI_ASSIGN_OR_RETURN(double ms, mean_ms(iters, [&] {
-                        return backend::cuda::block_scaled_gemm_wg(qa, sc, M, w, y, nullptr);
+                        return backend::cuda::block_scaled_gemm_wgmma_bf16(xb, M, w, y, nullptr);
                       }));
-  std::string notes = "variants";
-  for (int v = 0; v < backend::cuda::kWgmmaGemmVariants; ++v) {
-    auto v_ms = mean_ms(iters, [&] {
-      return backend::cuda::block_scaled_gemm_wgmma(v, qa, sc, M, w, y2, nullptr);
-    });
-    char b[32];
-    std::snprintf(b, sizeof b, " %d:%.4f", v, v_ms ? *v_ms : -1.0);
-    notes += b;
-  }
+  DI_ASSIGN_OR_RETURN(double fp8_ms, mean_ms(iters, [&] {
+                        return backend::cuda::block_scaled_gemm_wg(qa, sc, M, w, y2, nullptr);
+                      }));
+  std::string notes = "bf16";
+  auto variants = [&](int n, auto&& launch) {
+    for (int v = 0; v < n; ++v) {
+      auto v_ms = mean_ms(iters, [&] { return launch(v); });
+      char b[32];
+      std::snprintf(b, sizeof b, " %d:%.4f", v, v_ms ? *v_ms : -1.0);
+      notes += b;
+    }
+  };
+  variants(backend::cuda::kWgmmaBf16Variants, [&](int v) {
+    return backend::cuda::block_scaled_gemm_wgmma_bf16(v, xb, M, w, y3, nullptr);
+  });
+  notes += "; fp8";
+  variants(backend::cuda::kWgmmaGemmVariants, [&](int v) {
+    return backend::cuda::block_scaled_gemm_wgmma(v, qa, sc, M, w, y3, nullptr);
+  });
+  // Outputs on which two kernels agree bit for bit.
+  auto equal_pct = [&](const float* p1, const float* p2) -> Expected<double> {
+    std::vector<float> a(static_cast<size_t>(M * N)), b(a.size());
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(a.data(), p1, a.size() * 4, cudaMemcpyDeviceToHost));
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(b.data(), p2, b.size() * 4, cudaMemcpyDeviceToHost));
+    size_t eq = 0;
+    for (size_t i = 0; i < a.size(); ++i) eq += std::memcmp(&a[i], &b[i], 4) == 0;
+    return 100.0 * static_cast<double>(eq) / static_cast<double>(a.size());
+  };
   std::string old = "-";
   if (old_too) {
     DI_ASSIGN_OR_RETURN(double o_ms, mean_ms(std::min(iters, 3), [&] {
-                          return backend::cuda::block_scaled_gemm_tc(qa, sc, M, w, y2, nullptr);
+                          return backend::cuda::block_scaled_gemm_tc(qa, sc, M, w, y3, nullptr);
                         }));
-    // Outputs on which the two kernel families agree bit for bit.
-    std::vector<float> a(static_cast<size_t>(M * N)), b(a.size());
-    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(a.data(), y, a.size() * 4, cudaMemcpyDeviceToHost));
-    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(b.data(), y2, b.size() * 4, cudaMemcpyDeviceToHost));
-    size_t eq = 0;
-    for (size_t i = 0; i < a.size(); ++i) eq += std::memcmp(&a[i], &b[i], 4) == 0;
+    DI_ASSIGN_OR_RETURN(double eq_bf16, equal_pct(y, y3));
+    DI_ASSIGN_OR_RETURN(double eq_fp8, equal_pct(y2, y3));
     char o[96];
-    std::snprintf(o, sizeof o, "%.4f (%.4f %% bits equal)", o_ms,
-                  100.0 * static_cast<double>(eq) / static_cast<double>(a.size()));
+    std::snprintf(o, sizeof o, "%.4f (bits = bf16: %.2f %%, = fp8: %.2f %%)", o_ms, eq_bf16,
+                  eq_fp8);
     old = o;
   }
   auto lt = time_cublaslt_gemm(LtType::kFP8, N, M, K, iters);
@@ -125,10 +145,12 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
   const double floor_ms = std::max(flops / fp8_flops, bytes / bytes_per_s) * 1e3;
   char ltb[48] = "n/a";
   if (lt) std::snprintf(ltb, sizeof ltb, "%.4f (%.2f)", *lt, floor_ms / *lt);
-  std::printf("| %s M=%lld N=%lld K=%lld | %.4f | %.4f | %.3f | %.0f | %s | %s | %.4f | %s |\n",
-              sh.name, static_cast<long long>(M), static_cast<long long>(N),
-              static_cast<long long>(K), ms, floor_ms, floor_ms / ms, flops / (ms * 1e-3) / 1e12,
-              ltb, old.c_str(), quant_ms, notes.c_str());
+  std::printf(
+      "| %s M=%lld N=%lld K=%lld | %.4f | %.4f | %.3f | %.0f | %s | %.4f (%.3f) | %s | %.4f | %s "
+      "|\n",
+      sh.name, static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K), ms,
+      floor_ms, floor_ms / ms, flops / (ms * 1e-3) / 1e12, ltb, fp8_ms, floor_ms / fp8_ms,
+      old.c_str(), quant_ms, notes.c_str());
   return {};
 }
 
@@ -136,10 +158,11 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
 
 Status bench_wgmma_gemms(double fp8_flops, double bytes_per_s, bool quick) {
   std::printf(
-      "\nFP8 GEMM kernel alone: --cuda-gemm wgmma (sm_90a). floor = max(FLOPs / measured fp8 "
-      "peak, bytes / measured bandwidth)\n\n| shape | wgmma ms | floor ms | floor/time | TFLOP/s | "
-      "cuBLASLt fp8 ms (floor/time) | tensor (mma.sync) ms | act_quant ms | wgmma variants ms |\n"
-      "|---|---|---|---|---|---|---|---|---|\n");
+      "\nFP8 GEMM kernels alone (sm_90a). floor = max(FLOPs / measured fp8 peak, bytes / "
+      "measured bandwidth)\n\n| shape | tensor path: bf16 wgmma ms | floor ms | floor/time | "
+      "TFLOP/s | cuBLASLt fp8 ms (floor/time) | --cuda-gemm wgmma (fp8) ms (floor/time) | "
+      "mma.sync ms | act_quant bf16 ms | variants ms |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<Shape> shapes;
   for (int64_t m : {1, 16, 64, 256, 1024}) shapes.push_back({"sweep", m, 5120, 5120});
   for (int64_t m : {int64_t{4096}, int64_t{16384}}) {

@@ -1,5 +1,6 @@
-// The sm_90a wgmma FP8 GEMM (gemm_wgmma.cu) at DeepSeek-V4.1-Flash prefill shapes, next to the
-// mma.sync kernel it replaces and cuBLASLt's per-tensor FP8 GEMM (kernels_bench.cc calls it).
+// The sm_90a wgmma FP8 GEMMs (gemm_wgmma_bf16.cu, gemm_wgmma.cu) at DeepSeek-V4.1-Flash prefill
+// shapes, next to the mma.sync kernels and cuBLASLt's per-tensor FP8 GEMM (kernels_bench.cc calls
+// it).
 #pragma once
 
 #include "util/status.h"

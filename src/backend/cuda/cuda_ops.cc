@@ -125,7 +125,11 @@ struct CudaOps::Impl {
     DI_ASSIGN_OR_RETURN(float* sc, scratch<float>(in / 32));
     // (The fused decode kernel, gemm_tc_decode.cu, measured slower than these two launches at
     // one row; it is not used here, see docs/notes/cuda-kernels.md.)
-    if (gemm != CudaGemm::kExact && w.format == WeightFormat::kFP8) {
+    if (gemm == CudaGemm::kTensor && cuda::wgmma_bf16_applies(dw)) {  // sm_90, K % 128 == 0
+      DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(in));
+      DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_bf16(dx, rows, cols, xb, stream));
+      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_wgmma_bf16(xb, rows, dw, dy, stream));
+    } else if (gemm != CudaGemm::kExact && w.format == WeightFormat::kFP8) {
       DI_ASSIGN_OR_RETURN(uint8_t * qa, scratch<uint8_t>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_e4m3(dx, rows, cols, qa, sc, stream));
       DI_CUDA_RETURN_IF_ERROR(gemm == CudaGemm::kWgmma

@@ -12,11 +12,9 @@
 // promotes block g-1's set into the accumulator with FFMAs (wgmma.wait_group 1). The promotion
 // costs one FFMA per output per k32, the same issue budget as the FP8 tensor rate, so this overlap
 // is what the kernel's speed rests on.
-#include <cuda.h>  // CUtensorMap and its enums (header only: the encoder comes via the runtime)
-#include <cudaTypedefs.h>
-
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/tensor_map.h"
 #include "backend/cuda/wgmma_ptx.cuh"
 
 namespace di::backend::cuda {
@@ -225,46 +223,6 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
 #endif
 }
 
-using EncodeTiled = PFN_cuTensorMapEncodeTiled_v12000;
-
-// The driver's tensor-map encoder, through the runtime (no link against libcuda); resolved once.
-EncodeTiled tensor_map_encoder() {
-  static const EncodeTiled fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      return EncodeTiled{nullptr};
-    }
-    return reinterpret_cast<EncodeTiled>(p);
-  }();
-  return fn;
-}
-
-// A 2-D row-major tensor [outer, inner] with rows `row_bytes` apart, read in boxes
-// [box_outer, box_inner]; out-of-range rows and columns read as zeros.
-cudaError_t make_map(CUtensorMap* map,
-                     CUtensorMapDataType type,
-                     const void* ptr,
-                     uint64_t inner,
-                     uint64_t outer,
-                     uint64_t row_bytes,
-                     uint32_t box_inner,
-                     uint32_t box_outer,
-                     CUtensorMapSwizzle swizzle) {
-  const EncodeTiled enc = tensor_map_encoder();
-  if (enc == nullptr) return cudaErrorNotSupported;
-  const cuuint64_t dims[2] = {inner, outer};
-  const cuuint64_t strides[1] = {row_bytes};
-  const cuuint32_t box[2] = {box_inner, box_outer};
-  const cuuint32_t elem[2] = {1, 1};
-  const CUresult r = enc(map, type, 2, const_cast<void*>(ptr), dims, strides, box, elem,
-                         CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
-}
-
 template <int CONS, int BN, int ST, bool PING = true>
 cudaError_t launch(const uint8_t* qa,
                    const float* sc,
@@ -277,15 +235,15 @@ cudaError_t launch(const uint8_t* qa,
                  N = static_cast<uint64_t>(w.out_features);
   const uint64_t M = static_cast<uint64_t>(rows), nblk = K / 32;
   CUtensorMap ta{}, tb{}, ts{};
-  cudaError_t e = make_map(&ta, CU_TENSOR_MAP_DATA_TYPE_UINT8, qa, K, M, K, kStageK, C::kBM,
-                           CU_TENSOR_MAP_SWIZZLE_128B);
+  cudaError_t e = make_tensor_map_2d(&ta, CU_TENSOR_MAP_DATA_TYPE_UINT8, qa, K, M, K, kStageK,
+                                     C::kBM, CU_TENSOR_MAP_SWIZZLE_128B);
   if (e == cudaSuccess) {
-    e = make_map(&tb, CU_TENSOR_MAP_DATA_TYPE_UINT8, w.data, K, N, K, kStageK, BN,
-                 CU_TENSOR_MAP_SWIZZLE_128B);
+    e = make_tensor_map_2d(&tb, CU_TENSOR_MAP_DATA_TYPE_UINT8, w.data, K, N, K, kStageK, BN,
+                           CU_TENSOR_MAP_SWIZZLE_128B);
   }
   if (e == cudaSuccess) {
-    e = make_map(&ts, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sc, nblk, M, nblk * 4, 4, C::kBM,
-                 CU_TENSOR_MAP_SWIZZLE_NONE);
+    e = make_tensor_map_2d(&ts, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sc, nblk, M, nblk * 4, 4, C::kBM,
+                           CU_TENSOR_MAP_SWIZZLE_NONE);
   }
   if (e != cudaSuccess) return e;
   auto* k = wgmma_block_scaled<CONS, BN, ST, PING>;
@@ -321,7 +279,7 @@ bool wgmma_gemm_applies(const uint8_t* qa, const float* scales, const DeviceWeig
     return false;
   }
   // wgmma is sm_90a only (the kernel body is empty in other targets' code).
-  return major == 9 && minor == 0 && tensor_map_encoder() != nullptr;
+  return major == 9 && minor == 0 && tensor_maps_available();
 }
 
 cudaError_t block_scaled_gemm_wgmma(int variant,

@@ -167,6 +167,22 @@ cudaError_t block_scaled_gemm_wg(const uint8_t* qa,
                                  const DeviceWeight& w,
                                  float* y,
                                  cudaStream_t s);
+// --- gemm_wgmma_bf16.cu (sm_90a bf16 wgmma, weights e4m3 -> bf16 in registers; the tensor path's
+// kernel on sm_90 for K % 128 == 0) ---
+// act_quant with the scale folded in: xb [rows, cols] = bf16 bits of q * scale (exact).
+cudaError_t quantize_fp8_bf16(
+    const float* x, int64_t rows, int64_t cols, uint16_t* xb, cudaStream_t s);
+// Whether the bf16 wgmma kernel takes this weight here: an sm_90 device, FP8, K % 128 == 0,
+// aligned data. xb must be 16-byte aligned.
+bool wgmma_bf16_applies(const DeviceWeight& w);
+// y = the block-scaled product from quantize_fp8_bf16's xb; the tile by M, or one configuration
+// by number (0..kWgmmaBf16Variants-1: 128 features x {128, 64} tokens, 64 x {32, 8}). All give
+// the same bits.
+cudaError_t block_scaled_gemm_wgmma_bf16(
+    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
+inline constexpr int kWgmmaBf16Variants = 4;
+cudaError_t block_scaled_gemm_wgmma_bf16(
+    int variant, const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
 // act_quant with e4m3 bytes out: the values and scales of quantize_fp8, bit for bit.
 cudaError_t quantize_fp8_e4m3(
     const float* x, int64_t rows, int64_t cols, uint8_t* qa, float* scales, cudaStream_t s);

@@ -1,0 +1,305 @@
+// Block-scaled FP8 GEMM on Hopper's bf16 wgmma (sm_90a): the `tensor` path's kernel on sm_90 for
+// K % 128 == 0 (docs/notes/cuda-kernels.md, session 4). The FP8 wgmma (gemm_wgmma.cu) is faster
+// but its block sums carry the FP8 tensor core's truncating accumulation (~30x the error of the
+// mma.sync path; it fails check-golden). Here each k32 block sum comes from bf16 products, which
+// are exact, accumulated in the tensor core's fp32 path like the mma.sync kernels' (sm_90 runs
+// their e4m3 mma.sync as f16 HMMA).
+//
+// Exactness of the operands: activations are act_quant'ed and stored as bf16(q * a_scale), exact
+// (q has 4 significant bits, the scale is a power of two, and the product stays in bf16's range),
+// so a block sum is a_scale * sum(q * w) with the same rounding, and the promotion
+// acc = fma(sum, w_scale, acc) is the contract's fma(sum(q * w), a_scale * w_scale, acc). Weights
+// stay e4m3 in memory and become bf16 (exactly) in registers: the product is computed transposed,
+// y^T = w . x^T, with the weight tile as wgmma's register operand A (64 output features per
+// consumer warpgroup) and the token tile as B from shared memory (BT tokens: 8..128, which also
+// suits few rows). The pipeline is gemm_wgmma.cu's: a TMA producer thread, full/empty mbarriers,
+// two block-sum register sets alternating per k32 block. Every output depends only on its row of
+// x and of w, whatever the tile: batch invariant (tested).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/mma_e4m3.cuh"
+#include "backend/cuda/tensor_map.h"
+#include "backend/cuda/wgmma_ptx.cuh"
+
+namespace di::backend::cuda {
+
+namespace {
+
+constexpr int kStageK = 128;  // K per pipeline stage: 4 k32 blocks
+
+constexpr int align1k(int b) {
+  return (b + 1023) / 1024 * 1024;
+}
+
+// CONS consumer warpgroups (64 output features each) x BT tokens, ST stages.
+template <int CONS, int BT, int ST>
+struct Bf16Config {
+  static constexpr int kBO = 64 * CONS;
+  static constexpr int kThreads = 128 * (CONS + 1);
+  static constexpr int kW = align1k(kBO * kStageK);  // e4m3 [kBO][128], 128-byte swizzle
+  static constexpr int kX = align1k(BT * 128);       // bf16 [BT][64]: two per stage
+  static constexpr int kStage = kW + 2 * kX;
+  static constexpr uint32_t kTx = kBO * kStageK + 2 * BT * 128;
+  static constexpr int kSmem = ST * kStage + 1024 + 1024;
+  static_assert(kSmem <= 227 * 1024, "shared memory per block");
+  static_assert(kTx % 16 == 0, "TMA transfers whole 16-byte units");
+};
+
+#if DI_WGMMA_ENABLED
+template <int BT>
+__device__ __forceinline__ void wgmma_bt(float (&d)[BT / 2],
+                                         const uint32_t (&a)[4],
+                                         uint64_t b,
+                                         int scale_d) {
+  if constexpr (BT == 128) {
+    wg::wgmma_m64n128k16_bf16_rs(d, a, b, scale_d);
+  } else if constexpr (BT == 64) {
+    wg::wgmma_m64n64k16_bf16_rs(d, a, b, scale_d);
+  } else if constexpr (BT == 32) {
+    wg::wgmma_m64n32k16_bf16_rs(d, a, b, scale_d);
+  } else {
+    static_assert(BT == 8, "BT is 8, 32, 64 or 128");
+    wg::wgmma_m64n8k16_bf16_rs(d, a, b, scale_d);
+  }
+}
+
+// Two e4m3 values (low byte first) to bf16x2, exactly: e4m3 -> f16 is exact, and so is f16 ->
+// f32 -> bf16 for values of 4 significant bits.
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v) {
+  uint32_t h;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(v));
+  __half2 h2;
+  memcpy(&h2, &h, 4);
+  const __nv_bfloat162 b = __float22bfloat162_rn(__half22float2(h2));
+  uint32_t r;
+  memcpy(&r, &b, 4);
+  return r;
+}
+#endif
+
+// tw: e4m3 weights [N, K]; tx: bf16 activations (q * scale) [rows, K]; wscale: ue8m0
+// [ceil(N/32), K/32]; y: [rows, N] (bf16 values). K % 128 == 0.
+template <int CONS, int BT, int ST>
+__global__ void __launch_bounds__(128 * (CONS + 1), 1)
+    wgmma_bf16_block_scaled(const __grid_constant__ CUtensorMap tw,
+                            const __grid_constant__ CUtensorMap tx,
+                            const uint8_t* wscale,
+                            int rows,
+                            int N,
+                            int nblk,
+                            float* y) {
+#if DI_WGMMA_ENABLED
+  using C = Bf16Config<CONS, BT, ST>;
+  constexpr int R = BT / 2;  // accumulator floats per thread
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = wg::smem_u32(smem_raw);
+  const uint32_t base = (raw + 1023) & ~1023u;  // the 128-byte swizzle needs 1024-byte alignment
+  const uint8_t* const base_ptr = smem_raw + (base - raw);
+  const uint32_t bars = base + ST * C::kStage;  // full[ST], then empty[ST]
+  auto full = [&](int s) { return bars + 8 * s; };
+  auto empty = [&](int s) { return bars + 8 * (ST + s); };
+  auto w_at = [&](int s) { return base + s * C::kStage; };
+  auto x_at = [&](int s) { return w_at(s) + C::kW; };
+  const int num_stages = nblk / 4;
+  const int n0 = blockIdx.x * C::kBO, m0 = blockIdx.y * BT;
+  const int wgi = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < ST; ++s) {
+      wg::mbar_init(full(s), 1);
+      wg::mbar_init(empty(s), CONS * 128);
+    }
+    wg::mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (wgi == 0) {  // producer
+    if constexpr (CONS == 2) wg::setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) {
+      for (int st = 0; st < num_stages; ++st) {
+        const int slot = st % ST;
+        if (st >= ST) wg::mbar_wait(empty(slot), ((st / ST) - 1) & 1);
+        wg::mbar_arrive_expect_tx(full(slot), C::kTx);
+        wg::tma_load_2d(w_at(slot), &tw, st * kStageK, n0, full(slot));
+        wg::tma_load_2d(x_at(slot), &tx, st * kStageK, m0, full(slot));
+        wg::tma_load_2d(x_at(slot) + C::kX, &tx, st * kStageK + 64, m0, full(slot));
+      }
+    }
+    return;
+  }
+
+  if constexpr (CONS == 2) wg::setmaxnreg_inc<232>();
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32, q = lane % 4, g8 = lane / 4;
+  const int orow = (wgi - 1) * 64 + warp * 16 + g8;  // tile row (feature) of d[4j+0/1]; +8
+  // Rows orow and orow + 8 lie in one 32-row weight-scale block.
+  const int og = (n0 + (wgi - 1) * 64 + warp * 16) / 32;
+  const bool og_ok = og < (N + 31) / 32;
+  const uint32_t* wrow =
+      reinterpret_cast<const uint32_t*>(wscale + static_cast<int64_t>(og) * nblk);
+  float acc[R], s0[R], s1[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) acc[i] = s0[i] = s1[i] = 0.0f;
+  uint32_t wv = 0, wv_next = og_ok ? __ldg(wrow) : 0u;  // 4 blocks' scales per 32-bit word
+
+  // A fragments (mma.m16n8k16 layout) of k16 step h of block kk from the swizzled e4m3 tile:
+  // 16-byte chunk j of row r sits at chunk j ^ (r % 8), and r % 8 = g8 for both of our rows.
+  auto frag = [&](int slot, int kk, int h, uint32_t(&a)[4]) {
+    const uint8_t* r0 = base_ptr + (w_at(slot) - base) + orow * kStageK;
+    const int c = (((2 * kk + h) ^ g8) << 4) + 2 * q;
+    a[0] = e4m3x2_to_bf16x2(*reinterpret_cast<const uint16_t*>(r0 + c));
+    a[1] = e4m3x2_to_bf16x2(*reinterpret_cast<const uint16_t*>(r0 + 8 * kStageK + c));
+    a[2] = e4m3x2_to_bf16x2(*reinterpret_cast<const uint16_t*>(r0 + c + 8));
+    a[3] = e4m3x2_to_bf16x2(*reinterpret_cast<const uint16_t*>(r0 + 8 * kStageK + c + 8));
+  };
+  auto issue = [&](int g, float(&S)[R]) {
+    const int st = g >> 2, kk = g & 3, slot = st % ST;
+    if (kk == 0) wg::mbar_wait(full(slot), (st / ST) & 1);
+    uint32_t a0[4], a1[4];
+    frag(slot, kk, 0, a0);
+    frag(slot, kk, 1, a1);
+    const uint32_t xb = x_at(slot) + (kk >> 1) * C::kX + (kk & 1) * 64;
+    wg::fence_regs(S);
+    wg::wgmma_fence();
+    wgmma_bt<BT>(S, a0, wg::desc_sw128(xb), 0);
+    wgmma_bt<BT>(S, a1, wg::desc_sw128(xb + 32), 1);
+    wg::wgmma_commit();
+  };
+  auto retire = [&](int g, float(&S)[R]) {
+    wg::fence_regs(S);
+    const int st = g >> 2, kk = g & 3, slot = st % ST;
+    if (kk == 0) {
+      wv = wv_next;
+      wv_next = (og_ok && st + 1 < num_stages) ? __ldg(wrow + st + 1) : 0u;
+    }
+    const float ws = e8m0_to_float(static_cast<uint8_t>(wv >> (8 * kk)));
+#pragma unroll
+    for (int i = 0; i < R; ++i) acc[i] = __fmaf_rn(S[i], ws, acc[i]);
+    if (kk == 3) wg::mbar_arrive(empty(slot));
+  };
+
+  // As gemm_wgmma.cu: per stage, even blocks in s0 and odd ones in s1, each promoted while the
+  // next one's wgmma runs; the pipeline drains at stage ends (else ptxas serializes, C7514).
+  for (int g = 0; g < nblk; g += 4) {
+    issue(g, s0);
+    issue(g + 1, s1);
+    wg::wgmma_wait<1>();
+    retire(g, s0);
+    issue(g + 2, s0);
+    wg::wgmma_wait<1>();
+    retire(g + 1, s1);
+    issue(g + 3, s1);
+    wg::wgmma_wait<1>();
+    retire(g + 2, s0);
+    wg::wgmma_wait<0>();
+    retire(g + 3, s1);
+  }
+
+  // d[4j + e]: feature orow + 8 (e / 2), token 8j + 2q + e % 2.
+#pragma unroll
+  for (int j = 0; j < BT / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int o = n0 + orow + 8 * (e >> 1), m = m0 + 8 * j + 2 * q + (e & 1);
+      if (o < N && m < rows) y[static_cast<int64_t>(m) * N + o] = round_bf16(acc[4 * j + e]);
+    }
+  }
+#endif
+}
+
+template <int CONS, int BT, int ST>
+cudaError_t launch(
+    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
+  using C = Bf16Config<CONS, BT, ST>;
+  const uint64_t K = static_cast<uint64_t>(w.in_features),
+                 N = static_cast<uint64_t>(w.out_features);
+  const uint64_t M = static_cast<uint64_t>(rows);
+  CUtensorMap tw{}, tx{};
+  cudaError_t e = make_tensor_map_2d(&tw, CU_TENSOR_MAP_DATA_TYPE_UINT8, w.data, K, N, K, kStageK,
+                                     C::kBO, CU_TENSOR_MAP_SWIZZLE_128B);
+  if (e == cudaSuccess) {
+    e = make_tensor_map_2d(&tx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, xb, K, M, 2 * K, 64, BT,
+                           CU_TENSOR_MAP_SWIZZLE_128B);
+  }
+  if (e != cudaSuccess) return e;
+  auto* k = wgmma_bf16_block_scaled<CONS, BT, ST>;
+  e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
+  if (e != cudaSuccess) return e;
+  const uint64_t token_tiles = (M + BT - 1) / BT;
+  if (token_tiles > 65535) return cudaErrorInvalidValue;  // gridDim.y's limit
+  const dim3 grid(static_cast<unsigned>((N + C::kBO - 1) / C::kBO),
+                  static_cast<unsigned>(token_tiles));
+  k<<<grid, C::kThreads, C::kSmem, s>>>(tw, tx, w.scale, static_cast<int>(rows),
+                                        static_cast<int>(N), static_cast<int>(K / 32), y);
+  return cudaGetLastError();
+}
+
+// act_quant (the operations of quantize_fp8) with the scale folded in: bf16(q * scale), exact.
+__global__ void quantize_bf16_kernel(const float* x, int64_t num_blocks, uint16_t* xb) {
+  const int64_t b = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (b >= num_blocks) return;  // whole warps leave together (blockDim is a multiple of 32)
+  float q, sc;
+  act_quant_lane(x[b * 32 + lane], q, sc);
+  xb[b * 32 + lane] = __bfloat16_as_ushort(__float2bfloat16_rn(__fmul_rn(q, sc)));
+}
+
+}  // namespace
+
+cudaError_t quantize_fp8_bf16(
+    const float* x, int64_t rows, int64_t cols, uint16_t* xb, cudaStream_t s) {
+  const int64_t n = rows * (cols / 32);
+  if (n == 0) return cudaSuccess;
+  quantize_bf16_kernel<<<static_cast<unsigned>((n + 7) / 8), 256, 0, s>>>(x, n, xb);
+  return cudaGetLastError();
+}
+
+bool wgmma_bf16_applies(const DeviceWeight& w) {
+  if (w.format != WeightFormat::kFP8 || w.in_features % kStageK != 0 || w.in_features == 0 ||
+      w.in_features > (int64_t{1} << 30) || w.out_features > (int64_t{1} << 30) ||
+      reinterpret_cast<uintptr_t>(w.data) % 16 != 0 || reinterpret_cast<uintptr_t>(w.scale) % 4) {
+    return false;
+  }
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    return false;
+  }
+  return major == 9 && minor == 0 && tensor_maps_available();
+}
+
+cudaError_t block_scaled_gemm_wgmma_bf16(int variant,
+                                         const uint16_t* xb,
+                                         int64_t rows,
+                                         const DeviceWeight& w,
+                                         float* y,
+                                         cudaStream_t s) {
+  if (rows == 0 || w.out_features == 0) return cudaSuccess;
+  if (rows > (int64_t{1} << 30) || reinterpret_cast<uintptr_t>(xb) % 16 != 0) {
+    return cudaErrorInvalidValue;
+  }
+  if (!wgmma_bf16_applies(w)) return cudaErrorNotSupported;
+  // <consumer warpgroups (64 features each), tokens, stages>
+  switch (variant) {
+    case 0:
+      return launch<2, 128, 4>(xb, rows, w, y, s);  // 128 features x 128 tokens
+    case 1:
+      return launch<2, 64, 6>(xb, rows, w, y, s);
+    case 2:
+      return launch<1, 32, 8>(xb, rows, w, y, s);
+    case 3:
+      return launch<1, 8, 8>(xb, rows, w, y, s);  // decode: 64 features x 8 tokens
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t block_scaled_gemm_wgmma_bf16(
+    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
+  const int v = rows <= 8 ? 3 : rows <= 64 ? 2 : rows <= 512 ? 1 : 0;
+  return block_scaled_gemm_wgmma_bf16(v, xb, rows, w, y, s);
+}
+
+}  // namespace di::backend::cuda
