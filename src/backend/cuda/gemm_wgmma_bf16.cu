@@ -298,7 +298,8 @@ cudaError_t block_scaled_gemm_wgmma_bf16(int variant,
 
 cudaError_t block_scaled_gemm_wgmma_bf16(
     const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
-  const int v = rows <= 8 ? 3 : rows <= 64 ? 2 : rows <= 512 ? 1 : 0;
+  // The fastest variant per M at N = K = 5120 on the H200 (docs/benchmarks.md).
+  const int v = rows <= 8 ? 3 : rows <= 32 ? 2 : rows <= 128 ? 1 : 0;
   return block_scaled_gemm_wgmma_bf16(v, xb, rows, w, y, s);
 }
 
