@@ -16,7 +16,8 @@ struct BackendOptions {
   std::string name = "cpu";
   size_t cuda_arena_bytes = size_t{4} << 30;
   // FP8 GEMM path of the cuda backend: "tensor" (tensor cores, within tolerance of the CPU,
-  // batch-invariant; passes check-golden on both golden folders) or "exact" (bitwise = CPU).
+  // batch-invariant; passes check-golden on both golden folders), "exact" (bitwise = CPU) or
+  // "wgmma" (sm_90 FP8 wgmma: faster prefill, looser numerics; fails check-golden).
   // See CudaGemm in backend/cuda/cuda_ops.h.
   std::string cuda_gemm = "tensor";
 };

@@ -20,12 +20,12 @@ namespace di::backend {
 // How `linear` runs FP8-weight GEMMs (docs/notes/cuda-kernels.md, "Tensor cores and the bitwise
 // contract"). kExact: CUDA cores in the CPU's 8-lane order, bitwise equal to the CPU backend.
 // kTensor: one tensor-core product per 32-block (on sm_90 with K % 128 == 0 a bf16 wgmma kernel,
-// else e4m3 mma.sync), within tolerance of the CPU and bitwise batch-invariant (needs sm_89+). kWgmma: Hopper wgmma FP8 (sm_90a) for every M, falling back to
-// kTensor's kernels for weights it cannot take (K % 128 != 0); about 3x faster than kTensor at
-// prefill sizes, bitwise batch-invariant, but its k32 block sums carry the FP8 tensor core's
-// truncating accumulation (relative error ~6e-4 vs the CPU, 30x kTensor's): it fails
-// check-golden's per-layer tolerances, so it is opt-in. FP4 and dense weights always take the
-// exact kernels.
+// else e4m3 mma.sync), within tolerance of the CPU and bitwise batch-invariant (needs sm_89+).
+// kWgmma: Hopper wgmma FP8 (sm_90a) for every M, falling back to kTensor's kernels for weights it
+// cannot take (K % 128 != 0); about 3x faster than kTensor at prefill sizes, bitwise
+// batch-invariant, but its k32 block sums carry the FP8 tensor core's truncating accumulation
+// (relative error ~6e-4 vs the CPU, 30x kTensor's): it fails check-golden's per-layer tolerances,
+// so it is opt-in. FP4 and dense weights always take the exact kernels.
 enum class CudaGemm { kExact, kTensor, kWgmma };
 
 struct CudaOptions {

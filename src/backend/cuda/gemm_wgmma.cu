@@ -1,9 +1,10 @@
-// Block-scaled FP8 GEMM on Hopper's wgmma (sm_90a): the prefill kernel of the `tensor` GEMM path
-// (docs/notes/cuda-kernels.md, session 4). The numerics are gemm_tc.cu's: per output, per 32-wide
-// K block, the block sum is one k32 tensor-core product started from zero (wgmma with scale-d =
-// 0), then acc = fma(sum, a_scale * w_scale, acc) in ascending K order, bf16 at the end. An output
-// depends only on its row of A and column of B, whatever the tile, so every configuration below
-// gives the same bits (tested).
+// Block-scaled FP8 GEMM on Hopper's FP8 wgmma (sm_90a): the opt-in `--cuda-gemm wgmma` path
+// (docs/notes/cuda-kernels.md, session 4: faster than the bf16 kernel of the `tensor` path, but its
+// block sums carry the FP8 tensor core's truncating accumulation and fail check-golden). The
+// numerics are gemm_tc.cu's: per output, per 32-wide K block, the block sum is one k32 tensor-core
+// product started from zero (wgmma with scale-d = 0), then acc = fma(sum, a_scale * w_scale, acc)
+// in ascending K order, bf16 at the end. An output depends only on its row of A and column of B,
+// whatever the tile, so every configuration below gives the same bits (tested).
 //
 // Structure: one producer warpgroup (one thread issues TMA loads of A, B and the activation scales
 // for 128-wide K stages into a ring of shared-memory slots, mbarrier full/empty handshake) and one
