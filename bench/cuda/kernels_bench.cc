@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels.h"
 #include "cuda/cublaslt_gemm.h"
+#include "cuda/sparse_attention_bench.h"
 #include "cuda/wgmma_bench.h"
 
 namespace di::bench {
@@ -291,6 +292,8 @@ Status run(bool quick) {
 }  // namespace di::bench
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strncmp(argv[1], "--sparse-attention", 18) == 0)
+    return di::bench::sparse_attention_bench(argv[1][18] != 0);
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   di::Status s = di::bench::run(quick);
   if (!s.ok()) {

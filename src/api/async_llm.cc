@@ -178,8 +178,6 @@ void AsyncLLM::start(Submit& s) {
     }
     engine::Request r;
     r.constraint = std::move(constraint).value();
-    // Choices 2..n restore the prompt from the prefix cache once choice 1 has prefilled it.
-    if (c > 0) r.share_prompt_with = req.choices.front().id;
     r.id = live_->next_id++;
     r.prompt = s.prompt;
     r.sampling = p.sampling;

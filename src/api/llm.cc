@@ -133,7 +133,6 @@ Status LLM::start(size_t index, const Prompt& prompt, const GenerationParams& pa
     r.stop_token_ids = params.stop_token_ids;
     if (eos_id_ && !params.ignore_eos) r.stop_token_ids.push_back(*eos_id_);
     r.priority = params.priority;
-    if (!started.empty()) r.share_prompt_with = started.front();
     if (c == 0) {
       r.constraint = std::move(constraint);
     } else if (params.structured_output) {

@@ -205,27 +205,9 @@ Status Engine::add_request(Request r) {
   seq.tokens = r.prompt;
   seq.tokens.reserve(static_cast<size_t>(total));
   seq.num_prompt_tokens = static_cast<int64_t>(r.prompt.size());
-  const RequestId leader = r.share_prompt_with;
-  if (prefix_cache_ && leader >= 0 && requests_.contains(leader) &&
-      requests_.at(leader).prompt == r.prompt) {
-    deferred_.emplace(r.id, std::move(seq));
-  } else {
-    scheduler_->add(std::move(seq));
-  }
+  scheduler_->add(std::move(seq));
   requests_.emplace(r.id, std::move(r));
   return Status();
-}
-
-void Engine::admit_deferred() {
-  for (auto it = deferred_.begin(); it != deferred_.end();) {
-    const Sequence* leader = scheduler_->find(requests_.at(it->first).share_prompt_with);
-    if (leader && leader->num_computed < leader->num_prompt_tokens) {
-      ++it;
-      continue;
-    }
-    scheduler_->add(std::move(it->second));
-    it = deferred_.erase(it);
-  }
 }
 
 bool Engine::abort_request(RequestId id) {
@@ -237,7 +219,6 @@ bool Engine::abort_request(RequestId id) {
     }
   }
   requests_.erase(id);
-  if (deferred_.erase(id) > 0) return true;
   return scheduler_->remove(id);
 }
 
@@ -277,7 +258,6 @@ std::vector<RequestUpdate> Engine::step() {
   if (inflight_) wait_inflight(updates);
   auto t0 = std::chrono::steady_clock::now();
   apply_inbox(updates);
-  admit_deferred();
   StepPlan plan = scheduler_->schedule();
   stats_.num_preemptions += static_cast<int64_t>(plan.preempted.size());
   fail_requests(plan.failed, "the request does not fit the state pool", updates);

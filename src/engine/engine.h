@@ -87,7 +87,7 @@ class Engine {
   // Owner thread. One scheduling step; an empty result when there is nothing to do.
   std::vector<RequestUpdate> step();
   bool has_unfinished() const {
-    return !scheduler_->empty() || !inbox_.empty() || !deferred_.empty() || inflight_ != nullptr;
+    return !scheduler_->empty() || !inbox_.empty() || inflight_ != nullptr;
   }
 
   const MemoryPlan& memory_plan() const { return plan_; }
@@ -112,7 +112,6 @@ class Engine {
   void complete_step(const StepPlan& plan, const Status& s, std::vector<RequestUpdate>& updates);
   void wait_inflight(std::vector<RequestUpdate>& updates);
   void publish_prefixes(const StepPlan& plan);
-  void admit_deferred();
   void fail_requests(const std::vector<RequestId>& ids,
                      const std::string& why,
                      std::vector<RequestUpdate>& updates);
@@ -126,8 +125,6 @@ class Engine {
   std::unique_ptr<PoolBudget> budget_;
   std::unique_ptr<Scheduler> scheduler_;
   std::map<RequestId, Request> requests_;  // live requests: sampling parameters, limits
-  // Requests waiting for another with the same prompt to prefill it (Request::share_prompt_with).
-  std::map<RequestId, Sequence> deferred_;
   Sampler sampler_;
   Queue<Message> inbox_;
   EngineStats stats_;

@@ -34,9 +34,6 @@ struct Request {
   int max_tokens = 16;
   std::vector<int32_t> stop_token_ids;  // generation stops after emitting one of these
   int priority = 0;  // lower values are served first (as in vLLM); ties: arrival order
-  // n > 1: the id of a request with the same prompt; this one waits until that one has
-  // prefilled its prompt, then starts from its prefix-cache snapshot instead of prefilling again.
-  RequestId share_prompt_with = -1;
   // Structured output: masks each sampled position (null: unconstrained). Owned per sequence.
   std::shared_ptr<TokenConstraint> constraint;
 };

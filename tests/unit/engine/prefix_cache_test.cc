@@ -209,7 +209,6 @@ TEST_F(PrefixCacheTest, ChoicesOfOnePromptPrefillItOnce) {
     r.sampling.temperature = 1.0f;
     r.sampling.seed = 9;
     r.stream = static_cast<uint64_t>(c);
-    if (c > 0) r.share_prompt_with = 0;
     reqs.push_back(r);
   }
   const auto alone = run_each_alone(reqs);

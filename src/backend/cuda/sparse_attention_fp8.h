@@ -1,0 +1,75 @@
+// Device-native sparse sink attention for DeepSeek-V4.1 (64 heads x 512, MQA: one K=V latent per
+// token) reading the KV cache in its stored formats (spec §1.10), and the writers of those formats.
+// Every pointer is device memory; launchers only enqueue work on `stream` and return the launch
+// error. Numerics: within tolerance of kernels::sparse_attention_query (tensor-core sums, fast exp;
+// docs/notes/cuda-kernels.md, "Sparse attention on tensor cores"), and a query's output bits do
+// not depend on the batch or on how heads are split over blocks.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace di::backend::cuda {
+
+// FP8 window/main KV row: 512 e4m3 codes, then 16 ue8m0 scales (one per 32 dims).
+inline constexpr int kKvFp8RowBytes = 528;
+// FP4 compressed KV row: 256 bytes of e2m1 pairs (dim 2i in the low nibble of byte i), then 32
+// e4m3 scales (one per 16 dims).
+inline constexpr int kKvFp4RowBytes = 288;
+inline constexpr int kKvDim = 512;
+inline constexpr int kAttnHeads = 64;
+// Keys per query (window + extra) the kernel accepts; indices are staged in shared memory.
+inline constexpr int kAttnMaxKeys = 4096;
+
+struct SparseAttentionFp8Args {
+  const uint16_t* q = nullptr;  // [num_queries, 64, 512] bf16 bits
+  int64_t num_queries = 0;
+  const uint8_t* kv = nullptr;       // [*, 528] FP8 pool (window / main KV)
+  const int32_t* indices = nullptr;  // [num_queries, num_indices] rows of kv; -1 = empty slot
+  int num_indices = 0;
+  const uint8_t* extra_kv = nullptr;       // [*, 288] FP4 pool (compressed KV); may be null
+  const int32_t* extra_indices = nullptr;  // [num_queries, num_extra]; -1 = empty slot
+  int num_extra = 0;
+  const float* sink = nullptr;  // [64] f32
+  float softmax_scale = 0;
+  uint16_t* out = nullptr;  // [num_queries, 64, 512] bf16 bits
+  // Heads per block: 16, 32 or 64; 0 picks by num_queries and the SM count (the fewest waves
+  // of blocks, then the most heads). Any choice gives the same bits: each head's arithmetic,
+  // denominators included, does not depend on its neighbours (tested).
+  int heads_per_block = 0;
+  // Benchmark only (time a stage by leaving it out; the output is then garbage): bit 0 skips
+  // the KV loads, bit 1 the decode, bit 2 the MMAs. 0 in every real call.
+  int ablate = 0;
+};
+
+// Keys of query t, in softmax order: its num_indices FP8 rows, then its num_extra FP4 rows
+// (the model's window slots, then the selected compressed entries), online softmax over blocks of
+// 64 keys as kernels::sparse_attention_query. Errors: cudaErrorInvalidValue for shapes outside
+// the above; cudaErrorNotSupported below sm_80.
+cudaError_t sparse_attention_fp8(const SparseAttentionFp8Args& args, cudaStream_t stream);
+
+// Writes rows[r] (512 values, bf16 bits) into pool row slots[r] (skipped when -1) in the FP8
+// format, so that decoding the row gives fake_quant_row_fp8(row, 512, 32) bitwise.
+cudaError_t write_kv_fp8(const uint16_t* rows,
+                         int64_t num_rows,
+                         const int32_t* slots,
+                         uint8_t* pool,
+                         cudaStream_t stream);
+// The same for FP4 rows (fake_quant_row_fp4 with e4m3 block-16 scales).
+cudaError_t write_kv_fp4(const uint16_t* rows,
+                         int64_t num_rows,
+                         const int32_t* slots,
+                         uint8_t* pool,
+                         cudaStream_t stream);
+
+// Test hook: decodes pool rows slots[r] (format FP8 when fp8, else FP4) to bf16 bits of the
+// value times 2^-32, exactly as the attention kernel holds keys in shared memory.
+cudaError_t decode_kv_rows(const uint8_t* pool,
+                           bool fp8,
+                           const int32_t* slots,
+                           int64_t num_rows,
+                           uint16_t* out,
+                           cudaStream_t stream);
+
+}  // namespace di::backend::cuda

@@ -1,0 +1,315 @@
+// The FP8/FP4 KV-cache attention kernel (backend/cuda/sparse_attention_fp8.h) against the CPU
+// reference kernels::sparse_attention_query over the same (decoded) keys, the KV writers against
+// the reference fake quantization (bitwise), and batch / head-split invariance (bitwise).
+// Skips without a CUDA device.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "backend/cuda/sparse_attention_fp8.h"
+#include "kernels/ref/attention.h"
+#include "kernels/ref/quant.h"
+#include "tensor/numeric.h"
+
+namespace di::backend::cuda {
+namespace {
+
+constexpr int D = kKvDim, H = kAttnHeads;
+
+class SparseAttentionFp8Test : public ::testing::Test {
+ public:
+  void SetUp() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
+  }
+  void TearDown() override {
+    for (void* p : ptrs_) cudaFree(p);
+  }
+  template <class T>
+  T* upload(const std::vector<T>& h) {
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(1, h.size() * sizeof(T))), cudaSuccess);
+    ptrs_.push_back(p);
+    if (!h.empty()) {
+      EXPECT_EQ(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    return static_cast<T*>(p);
+  }
+  template <class T>
+  std::vector<T> download(const T* d, size_t n) {
+    std::vector<T> h(n);
+    EXPECT_EQ(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+  }
+  std::vector<void*> ptrs_;
+};
+
+// Random bf16 rows, some zero blocks, per-row magnitudes: `extreme` from 1e-7 (amax floors,
+// subnormal codes) to 1e4 for the writers; else 0.05 to 3 (the KV is RMS-normed; with much
+// larger keys the logits' own fp32 rounding, on either backend, decides the softmax).
+std::vector<uint16_t> random_kv_rows(int64_t n, uint32_t seed, bool extreme) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  const float extreme_mags[] = {1e-7f, 1e-3f, 0.05f, 1.0f, 1.0f, 1.0f, 30.0f, 1e4f};
+  const float normal_mags[] = {0.05f, 0.25f, 0.5f, 1.0f, 1.0f, 1.0f, 2.0f, 3.0f};
+  const float* mags = extreme ? extreme_mags : normal_mags;
+  std::vector<uint16_t> v(static_cast<size_t>(n * D));
+  for (int64_t r = 0; r < n; ++r) {
+    const float m = mags[rng() % 8];
+    for (int i = 0; i < D; ++i) {
+      const bool zero_block = (r % 5 == 1) && (i / 32) == 3;
+      v[static_cast<size_t>(r * D + i)] = float_to_bf16(zero_block ? 0.0f : d(rng) * m);
+    }
+  }
+  return v;
+}
+
+// Host decoders of the stored formats (independent of the device decoder).
+void decode_fp8_row(const uint8_t* row, float* out) {
+  for (int i = 0; i < D; ++i) out[i] = e4m3_to_float(row[i]) * e8m0_to_float(row[512 + i / 32]);
+}
+void decode_fp4_row(const uint8_t* row, float* out) {
+  for (int i = 0; i < D; ++i) {
+    const uint8_t code = (row[i / 2] >> (4 * (i % 2))) & 0xf;
+    out[i] = e2m1_to_float(code) * e4m3_to_float(row[256 + i / 16]);
+  }
+}
+
+TEST_F(SparseAttentionFp8Test, WritersMatchFakeQuantBitwise) {
+  const int64_t n = 300;
+  const auto rows = random_kv_rows(n, 11, true);
+  std::vector<int32_t> slots(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) slots[static_cast<size_t>(r)] = static_cast<int32_t>((r * 7) % n);
+  uint16_t* d_rows = upload(rows);
+  int32_t* d_slots = upload(slots);
+  for (bool fp8 : {true, false}) {
+    const int row_bytes = fp8 ? kKvFp8RowBytes : kKvFp4RowBytes;
+    uint8_t* d_pool = upload(std::vector<uint8_t>(static_cast<size_t>(n * row_bytes), 0xee));
+    uint16_t* d_dec = upload(std::vector<uint16_t>(static_cast<size_t>(n * D), 0));
+    ASSERT_EQ(fp8 ? write_kv_fp8(d_rows, n, d_slots, d_pool, nullptr)
+                  : write_kv_fp4(d_rows, n, d_slots, d_pool, nullptr),
+              cudaSuccess);
+    ASSERT_EQ(decode_kv_rows(d_pool, fp8, d_slots, n, d_dec, nullptr), cudaSuccess);
+    const auto pool = download(d_pool, static_cast<size_t>(n * row_bytes));
+    const auto dec = download(d_dec, static_cast<size_t>(n * D));
+    std::vector<float> want(D), got(D);
+    int64_t bad_bytes = 0, bad_dev = 0;
+    for (int64_t r = 0; r < n; ++r) {
+      for (int i = 0; i < D; ++i) want[i] = bf16_to_float(rows[static_cast<size_t>(r * D + i)]);
+      if (fp8) {
+        kernels::fake_quant_row_fp8(want.data(), D, 32);
+      } else {
+        kernels::fake_quant_row_fp4(want.data(), D, Fp4ScaleKind::kE4m3Block16);
+      }
+      const uint8_t* row = pool.data() + slots[static_cast<size_t>(r)] * row_bytes;
+      fp8 ? decode_fp8_row(row, got.data()) : decode_fp4_row(row, got.data());
+      for (int i = 0; i < D; ++i) {
+        if (float_bits(got[i]) != float_bits(want[i])) {
+          if (bad_bytes++ == 0) {
+            ADD_FAILURE() << (fp8 ? "fp8" : "fp4") << " row " << r << " dim " << i << ": decoded "
+                          << got[i] << ", fake quant " << want[i];
+          }
+        }
+        // The device decoder: the same value times 2^-32, as bf16 bits.
+        const uint16_t dev = dec[static_cast<size_t>(r * D + i)];
+        if (dev != float_to_bf16(want[i] * 2.3283064365386963e-10f)) {
+          if (bad_dev++ == 0) {
+            ADD_FAILURE() << (fp8 ? "fp8" : "fp4") << " device decode row " << r << " dim " << i
+                          << ": " << bf16_to_float(dev) * 4294967296.0f << ", want " << want[i];
+          }
+        }
+      }
+    }
+    EXPECT_EQ(bad_bytes, 0);
+    EXPECT_EQ(bad_dev, 0);
+  }
+}
+
+struct Problem {
+  int64_t T = 0;
+  int win = 0, extra = 0;
+  int64_t pool8 = 0, pool4 = 0;
+  std::vector<uint16_t> q;  // [T, 64, 512]
+  std::vector<int32_t> idx, extra_idx;
+  std::vector<float> sink;
+};
+
+Problem make_problem(int64_t T, int win, int extra, uint32_t seed) {
+  Problem p;
+  p.T = T;
+  p.win = win;
+  p.extra = extra;
+  p.pool8 = 400;
+  p.pool4 = 700;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  p.q.resize(static_cast<size_t>(T * H * D));
+  for (int64_t i = 0; i < T * H; ++i) {
+    const float m = (i % 3 == 0) ? 4.0f : 1.0f;  // some heads with sharp softmax
+    for (int k = 0; k < D; ++k) p.q[static_cast<size_t>(i * D + k)] = float_to_bf16(d(rng) * m);
+  }
+  auto fill = [&](std::vector<int32_t>& v, int n, int64_t pool) {
+    v.resize(static_cast<size_t>(T * n));
+    for (auto& x : v) x = (rng() % 10 == 0) ? -1 : static_cast<int32_t>(rng() % pool);
+  };
+  fill(p.idx, win, p.pool8);
+  fill(p.extra_idx, extra, p.pool4);
+  if (T > 1) {  // query 1: no keys at all (sink only); query 0: a single window key
+    for (int i = 0; i < win; ++i) p.idx[static_cast<size_t>(win + i)] = -1;
+    for (int i = 0; i < extra; ++i) p.extra_idx[static_cast<size_t>(extra + i)] = -1;
+    for (int i = 1; i < win; ++i) p.idx[static_cast<size_t>(i)] = -1;
+  }
+  p.sink.resize(H);
+  for (auto& s : p.sink) s = d(rng);
+  return p;
+}
+
+struct DeviceProblem {
+  uint8_t *kv = nullptr, *extra_kv = nullptr;
+  std::vector<uint8_t> kv_host, extra_host;
+  SparseAttentionFp8Args args;
+};
+
+DeviceProblem upload_problem(SparseAttentionFp8Test* t, const Problem& p, uint32_t seed) {
+  DeviceProblem dp;
+  const auto rows8 = random_kv_rows(p.pool8, seed, false);
+  const auto rows4 = random_kv_rows(p.pool4, seed + 1, false);
+  std::vector<int32_t> s8(static_cast<size_t>(p.pool8)), s4(static_cast<size_t>(p.pool4));
+  for (size_t i = 0; i < s8.size(); ++i) s8[i] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < s4.size(); ++i) s4[i] = static_cast<int32_t>(i);
+  dp.kv = t->upload(std::vector<uint8_t>(static_cast<size_t>(p.pool8 * kKvFp8RowBytes)));
+  dp.extra_kv = t->upload(std::vector<uint8_t>(static_cast<size_t>(p.pool4 * kKvFp4RowBytes)));
+  EXPECT_EQ(write_kv_fp8(t->upload(rows8), p.pool8, t->upload(s8), dp.kv, nullptr), cudaSuccess);
+  EXPECT_EQ(write_kv_fp4(t->upload(rows4), p.pool4, t->upload(s4), dp.extra_kv, nullptr),
+            cudaSuccess);
+  dp.kv_host = t->download(dp.kv, static_cast<size_t>(p.pool8 * kKvFp8RowBytes));
+  dp.extra_host = t->download(dp.extra_kv, static_cast<size_t>(p.pool4 * kKvFp4RowBytes));
+  SparseAttentionFp8Args& a = dp.args;
+  a.q = t->upload(p.q);
+  a.num_queries = p.T;
+  a.kv = dp.kv;
+  a.indices = t->upload(p.idx);
+  a.num_indices = p.win;
+  a.extra_kv = dp.extra_kv;
+  a.extra_indices = t->upload(p.extra_idx);
+  a.num_extra = p.extra;
+  a.sink = t->upload(p.sink);
+  a.softmax_scale = 1.0f / std::sqrt(static_cast<float>(D));
+  a.out = t->upload(std::vector<uint16_t>(static_cast<size_t>(p.T * H * D), 0x7fc1));  // NaN
+  return dp;
+}
+
+std::vector<float> cpu_reference(const Problem& p, const DeviceProblem& dp, float scale) {
+  std::vector<float> dec8(static_cast<size_t>(p.pool8 * D)), dec4(static_cast<size_t>(p.pool4 * D));
+  for (int64_t r = 0; r < p.pool8; ++r)
+    decode_fp8_row(dp.kv_host.data() + r * kKvFp8RowBytes, dec8.data() + r * D);
+  for (int64_t r = 0; r < p.pool4; ++r)
+    decode_fp4_row(dp.extra_host.data() + r * kKvFp4RowBytes, dec4.data() + r * D);
+  std::vector<float> out(static_cast<size_t>(p.T * H * D)), q(static_cast<size_t>(H * D));
+  std::vector<const float*> keys(static_cast<size_t>(p.win + p.extra));
+  for (int64_t t = 0; t < p.T; ++t) {
+    for (int i = 0; i < p.win; ++i) {
+      const int32_t r = p.idx[static_cast<size_t>(t * p.win + i)];
+      keys[static_cast<size_t>(i)] = r < 0 ? nullptr : dec8.data() + static_cast<int64_t>(r) * D;
+    }
+    for (int i = 0; i < p.extra; ++i) {
+      const int32_t r = p.extra_idx[static_cast<size_t>(t * p.extra + i)];
+      keys[static_cast<size_t>(p.win + i)] =
+          r < 0 ? nullptr : dec4.data() + static_cast<int64_t>(r) * D;
+    }
+    for (int i = 0; i < H * D; ++i)
+      q[static_cast<size_t>(i)] = bf16_to_float(p.q[static_cast<size_t>(t * H * D + i)]);
+    kernels::sparse_attention_query(q.data(), H, D, keys.data(), p.win + p.extra, p.sink.data(),
+                                    scale, out.data() + t * H * D);
+  }
+  return out;
+}
+
+TEST_F(SparseAttentionFp8Test, MatchesCpuReferenceWithinTolerance) {
+  struct Case {
+    int64_t T;
+    int win, extra;
+  };
+  for (const Case c :
+       {Case{5, 128, 512}, Case{3, 70, 33}, Case{2, 0, 100}, Case{2, 128, 0}, Case{2, 128, 2048}}) {
+    const Problem p =
+        make_problem(c.T, c.win, c.extra, static_cast<uint32_t>(c.T * 1000 + c.extra));
+    DeviceProblem dp = upload_problem(this, p, static_cast<uint32_t>(c.win + 7));
+    ASSERT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto gpu_bits = download(dp.args.out, static_cast<size_t>(p.T * H * D));
+    const auto cpu = cpu_reference(p, dp, dp.args.softmax_scale);
+    // Tolerance: the sums inside the MMAs run in another order than the CPU's 8-lane dots and the
+    // exp is ex2.approx, so an fp32 logit or p can differ in its last bits; that moves a bf16
+    // rounding of p (2^-8 relative, one key) or of the output (one bf16 ulp, 2^-8 relative) now
+    // and then. Bound: |gpu - cpu| <= 2^-7 |cpu| + 2^-10 max|row|, and a relative L2 error
+    // under 2e-3 (a few flipped bf16 roundings, not a wrong key or block).
+    double err2 = 0, ref2 = 0;
+    int64_t equal = 0, bad = 0;
+    for (int64_t row = 0; row < p.T * H; ++row) {
+      float rmax = 0;
+      for (int i = 0; i < D; ++i)
+        rmax = std::max(rmax, std::fabs(cpu[static_cast<size_t>(row * D + i)]));
+      for (int i = 0; i < D; ++i) {
+        const size_t k = static_cast<size_t>(row * D + i);
+        const float g = bf16_to_float(gpu_bits[k]), r = cpu[k];
+        err2 += static_cast<double>(g - r) * (g - r);
+        ref2 += static_cast<double>(r) * r;
+        equal += float_bits(g) == float_bits(r);
+        if (!(std::fabs(g - r) <= std::fabs(r) / 128 + rmax / 1024)) {
+          if (bad++ == 0) {
+            ADD_FAILURE() << "T=" << c.T << " win=" << c.win << " extra=" << c.extra << " row "
+                          << row << " dim " << i << ": gpu " << g << " cpu " << r;
+          }
+        }
+      }
+    }
+    const double rel = std::sqrt(err2 / std::max(ref2, 1e-30));
+    std::printf("sparse_attention_fp8 T=%lld win=%d extra=%d: rel L2 %.3g, bitwise equal %.2f%%\n",
+                static_cast<long long>(c.T), c.win, c.extra, rel,
+                100.0 * static_cast<double>(equal) / static_cast<double>(cpu.size()));
+    EXPECT_EQ(bad, 0);
+    EXPECT_LT(rel, 2e-3);
+  }
+}
+
+TEST_F(SparseAttentionFp8Test, OutputBitsDoNotDependOnBatchOrHeadSplit) {
+  const Problem p = make_problem(40, 128, 512, 99);
+  DeviceProblem dp = upload_problem(this, p, 5);
+  const size_t n = static_cast<size_t>(p.T * H * D);
+  std::vector<std::vector<uint16_t>> outs;
+  for (int h : {0, 16, 32, 64}) {
+    dp.args.heads_per_block = h;
+    ASSERT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaSuccess);
+    outs.push_back(download(dp.args.out, n));
+  }
+  for (size_t v = 1; v < outs.size(); ++v) EXPECT_TRUE(outs[v] == outs[0]) << "variant " << v;
+  // Queries alone (T = 1, 64 heads per block) against the batch of 40 (automatic choice).
+  for (int64_t t : {0, 7, 39}) {
+    SparseAttentionFp8Args one = dp.args;
+    one.heads_per_block = 64;
+    one.num_queries = 1;
+    one.q = dp.args.q + t * H * D;
+    one.indices = dp.args.indices + t * p.win;
+    one.extra_indices = dp.args.extra_indices + t * p.extra;
+    one.out = upload(std::vector<uint16_t>(static_cast<size_t>(H * D), 0));
+    ASSERT_EQ(sparse_attention_fp8(one, nullptr), cudaSuccess);
+    const auto alone = download(one.out, static_cast<size_t>(H * D));
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), outs[0].begin() + t * H * D))
+        << "query " << t;
+  }
+}
+
+TEST_F(SparseAttentionFp8Test, RejectsBadShapes) {
+  SparseAttentionFp8Args a;
+  a.num_queries = 1;
+  EXPECT_EQ(sparse_attention_fp8(a, nullptr), cudaErrorInvalidValue);  // null pointers
+}
+
+}  // namespace
+}  // namespace di::backend::cuda
