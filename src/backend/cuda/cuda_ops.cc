@@ -16,6 +16,11 @@ namespace di::backend {
 
 namespace {
 
+// Rows up to which `linear` takes the weight-streaming skinny GEMM (docs/benchmarks.md, session
+// 4): on the exact path it beat the previous decode kernel at every measured shape up to 64 rows;
+// the tensor-core path (about 37 us at 5120 x 5120 for 1-16 rows) is faster from 4 rows on.
+constexpr int64_t kSkinnyRowsExact = 64, kSkinnyRowsTensor = 2;
+
 size_t weight_data_bytes(const WeightView& w) {
   const int64_t n = w.out_features * w.in_features;
   switch (w.format) {
@@ -124,15 +129,20 @@ struct CudaOps::Impl {
     const size_t in = static_cast<size_t>(rows * cols);
     DI_ASSIGN_OR_RETURN(float* sc, scratch<float>(in / 32));
     // (The fused decode kernel, gemm_tc_decode.cu, measured slower than these two launches at
-    // one row; it is not used here, see docs/notes/cuda-kernels.md.)
-    if (gemm == CudaGemm::kTensor && w.format == WeightFormat::kFP8) {
+    // one row; it is not used here, see docs/notes/cuda-kernels.md.) Few rows take the
+    // weight-streaming kernel on either path: it is bitwise and faster there.
+    const bool tensor = gemm == CudaGemm::kTensor && w.format == WeightFormat::kFP8;
+    const bool skinny = rows <= (tensor ? kSkinnyRowsTensor : kSkinnyRowsExact) &&
+                        cuda::skinny_gemm_supports(rows, dw);
+    if (tensor && !skinny) {
       DI_ASSIGN_OR_RETURN(uint8_t * qa, scratch<uint8_t>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_e4m3(dx, rows, cols, qa, sc, stream));
       DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_tc(qa, sc, rows, dw, dy, stream));
     } else {
       DI_ASSIGN_OR_RETURN(float* q, scratch<float>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8(dx, rows, cols, q, sc, stream));
-      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm(q, sc, rows, dw, dy, stream));
+      DI_CUDA_RETURN_IF_ERROR(skinny ? cuda::skinny_gemm(q, sc, rows, dw, dy, stream)
+                                     : cuda::block_scaled_gemm(q, sc, rows, dw, dy, stream));
     }
     return {};
   }
