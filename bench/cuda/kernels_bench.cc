@@ -3,6 +3,7 @@
 // device copy bandwidth (cudaMemcpy D2D, bytes read + written) and cuBLASLt's bf16 and fp8 GEMM
 // rate at 8192^3. Each kernel's floor is max(bytes / bandwidth, FLOPs / peak); ratio = floor /
 // time. Weights and keys rotate through copies larger than L2 so that timings read HBM.
+// Then the decode table (decode_bench.cc); --decode runs only that, --profile one launch for ncu.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels.h"
 #include "cuda/cublaslt_gemm.h"
+#include "cuda/decode_bench.h"
 #include "cuda/sparse_attention_bench.h"
 #include "cuda/wgmma_bench.h"
 
@@ -295,7 +297,10 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strncmp(argv[1], "--sparse-attention", 18) == 0)
     return di::bench::sparse_attention_bench(argv[1][18] != 0);
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  di::Status s = di::bench::run(quick);
+  const bool decode_only = argc > 1 && std::strcmp(argv[argc - 1], "--decode") == 0;
+  const bool profile = argc > 1 && std::strcmp(argv[argc - 1], "--profile") == 0;
+  di::Status s = decode_only || profile ? di::Status() : di::bench::run(quick);
+  if (s.ok()) s = profile ? di::bench::run_profile_launches() : di::bench::run_decode_bench(quick);
   if (!s.ok()) {
     std::fprintf(stderr, "cuda_kernels_bench: %s\n", s.to_string().c_str());
     return 1;

@@ -16,6 +16,11 @@ namespace di::backend {
 
 namespace {
 
+// Rows up to which `linear` takes the weight-streaming skinny GEMM (docs/benchmarks.md, session
+// 4): on the exact path it beat the previous decode kernel at every measured shape up to 64 rows;
+// the tensor-core path (about 37 us at 5120 x 5120 for 1-16 rows) is faster from 4 rows on.
+constexpr int64_t kSkinnyRowsExact = 64;
+
 size_t weight_data_bytes(const WeightView& w) {
   const int64_t n = w.out_features * w.in_features;
   switch (w.format) {
@@ -124,12 +129,17 @@ struct CudaOps::Impl {
     const size_t in = static_cast<size_t>(rows * cols);
     DI_ASSIGN_OR_RETURN(float* sc, scratch<float>(in / 32));
     // (The fused decode kernel, gemm_tc_decode.cu, measured slower than these two launches at
-    // one row; it is not used here, see docs/notes/cuda-kernels.md.)
+    // one row; it is not used here, see docs/notes/cuda-kernels.md.) On the tensor path one kernel
+    // family serves every M of a weight, so a row's bits never depend on its batch: the bf16 wgmma
+    // kernel on sm_90 (K % 128 == 0), else the mma.sync one. The exact path and FP4 weights take
+    // the weight-streaming skinny kernel for few rows: it is bitwise equal to the tiled one.
+    const bool exact = gemm == CudaGemm::kExact || w.format == WeightFormat::kFP4;
+    const bool skinny = exact && rows <= kSkinnyRowsExact && cuda::skinny_gemm_supports(rows, dw);
     if (gemm == CudaGemm::kTensor && cuda::wgmma_bf16_applies(dw)) {  // sm_90, K % 128 == 0
       DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_bf16(dx, rows, cols, xb, stream));
       DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_wgmma_bf16(xb, rows, dw, dy, stream));
-    } else if (gemm != CudaGemm::kExact && w.format == WeightFormat::kFP8) {
+    } else if (!exact) {
       DI_ASSIGN_OR_RETURN(uint8_t * qa, scratch<uint8_t>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_e4m3(dx, rows, cols, qa, sc, stream));
       DI_CUDA_RETURN_IF_ERROR(gemm == CudaGemm::kWgmma
@@ -138,7 +148,8 @@ struct CudaOps::Impl {
     } else {
       DI_ASSIGN_OR_RETURN(float* q, scratch<float>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8(dx, rows, cols, q, sc, stream));
-      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm(q, sc, rows, dw, dy, stream));
+      DI_CUDA_RETURN_IF_ERROR(skinny ? cuda::skinny_gemm(q, sc, rows, dw, dy, stream)
+                                     : cuda::block_scaled_gemm(q, sc, rows, dw, dy, stream));
     }
     return {};
   }

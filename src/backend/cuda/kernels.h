@@ -114,6 +114,30 @@ cudaError_t block_scaled_gemm(const float* q,
                               const DeviceWeight& w,
                               float* y,
                               cudaStream_t s);
+// --- gemm_skinny.cu (bitwise, few rows: decode) ---
+// block_scaled_gemm for 1..kSkinnyMaxRows rows, streaming the weights through shared memory near
+// the copy bandwidth. FP8/FP4 weights with in_features % 128 == 0 (skinny_gemm_supports).
+// Variants (0..kSkinnyVariants-1: 8, 16, 32 columns per CTA) give the same bits.
+inline constexpr int64_t kSkinnyMaxRows = 64;
+inline constexpr int kSkinnyVariants = 3;
+bool skinny_gemm_supports(int64_t rows, const DeviceWeight& w);
+int skinny_gemm_pick(int64_t rows, const DeviceWeight& w);
+cudaError_t skinny_gemm(const float* q,
+                        const float* scales,
+                        int64_t rows,
+                        const DeviceWeight& w,
+                        float* y,
+                        cudaStream_t s);
+cudaError_t skinny_gemm_variant(int variant,
+                                const float* q,
+                                const float* scales,
+                                int64_t rows,
+                                const DeviceWeight& w,
+                                float* y,
+                                cudaStream_t s);
+
+// (moe_grouped.h: the routed experts of an MoE layer on the device, with device-side counts.)
+
 // --- gemm_tc.cu (tensor cores; tolerance vs the CPU, bitwise batch-invariant) ---
 // The same product from e4m3 activation bytes `qa` [rows, in] (quantize_fp8_e4m3's output): each
 // 32-block sum is an MMA's, then scaled and accumulated in K order. FP8 weights only;

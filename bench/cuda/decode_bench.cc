@@ -1,0 +1,364 @@
+// Decode weight-streaming kernels vs the byte floor (issue #6). Floor = bytes / copy bandwidth
+// (1 GiB cudaMemcpyAsync D2D on a stream, read + write, measured here). Dense rows: bytes = weights
+// + scales + bf16 activations in and out (the convention of kernels_bench.cc); each row times the
+// GEMM kernel alone (launched as CudaOps::linear would: skinny_gemm_pick), every skinny tile
+// variant, the previous decode kernel (block_scaled_gemm), and act_quant + skinny GEMM together.
+// MoE rows: moe_routed's six launches for T tokens; bytes = the distinct experts' FP4 weights and
+// scales actually touched, plus x in and out. Timings are CUDA-graph replays of 20 launches (launch
+// gaps as a captured decode step would have them); weights rotate through > 4x the L2 size.
+#include "cuda/decode_bench.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/moe_grouped.h"
+
+namespace di::bench {
+namespace {
+
+using backend::cuda::DeviceWeight;
+using di::WeightFormat;
+
+constexpr size_t kRotateBytes = size_t{256} << 20;
+constexpr int kLaunches = 20;
+
+struct Buffers {
+  std::vector<void*> ptrs;
+  ~Buffers() {
+    for (void* p : ptrs) (void)cudaFree(p);
+  }
+  template <class T>
+  Expected<T*> alloc(size_t n) {
+    void* p = nullptr;
+    DI_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, sizeof(T) * std::max<size_t>(n, 1)));
+    ptrs.push_back(p);
+    return static_cast<T*>(p);
+  }
+  template <class T>
+  Expected<T*> upload(const std::vector<T>& h) {
+    DI_ASSIGN_OR_RETURN(T * d, alloc<T>(h.size()));
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(d, h.data(), sizeof(T) * h.size(), cudaMemcpyHostToDevice));
+    return d;
+  }
+};
+
+// Random weight bytes (no e4m3 NaN codes) or ue8m0 scales near 2^-6.
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed, bool scales) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) {
+    const uint32_t r = rng();
+    b = scales ? static_cast<uint8_t>(118 + r % 6)
+               : static_cast<uint8_t>((r & 0x7f) == 0x7f ? 0x7e : r & 0xff);
+  }
+  return v;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Microseconds per launch: a graph of kLaunches calls fn(i), replayed after one warm-up replay;
+// the best of `reps` replays.
+Expected<double> graph_us(int reps, const std::function<cudaError_t(int, cudaStream_t)>& fn) {
+  cudaStream_t s = nullptr;
+  DI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t ge = nullptr;
+  cudaEvent_t a = nullptr, b = nullptr;
+  auto cleanup = [&]() {
+    if (ge) (void)cudaGraphExecDestroy(ge);
+    if (g) (void)cudaGraphDestroy(g);
+    if (a) (void)cudaEventDestroy(a);
+    if (b) (void)cudaEventDestroy(b);
+    (void)cudaStreamDestroy(s);
+  };
+  cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  for (int i = 0; e == cudaSuccess && i < kLaunches; ++i) e = fn(i, s);
+  cudaError_t end = cudaStreamEndCapture(s, &g);
+  if (e == cudaSuccess) e = end;
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&ge, g, 0);
+  if (e == cudaSuccess) e = cudaEventCreate(&a);
+  if (e == cudaSuccess) e = cudaEventCreate(&b);
+  if (e == cudaSuccess) e = cudaGraphLaunch(ge, s);
+  double best = 1e30;
+  for (int r = 0; e == cudaSuccess && r < reps; ++r) {
+    e = cudaEventRecord(a, s);
+    if (e == cudaSuccess) e = cudaGraphLaunch(ge, s);
+    if (e == cudaSuccess) e = cudaEventRecord(b, s);
+    if (e == cudaSuccess) e = cudaEventSynchronize(b);
+    float ms = 0;
+    if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, a, b);
+    best = std::min(best, 1e3 * ms / kLaunches);
+  }
+  cleanup();
+  DI_CUDA_RETURN_IF_ERROR(e);
+  return best;
+}
+
+Expected<double> copy_bandwidth() {
+  Buffers buf;
+  const size_t n = size_t{1} << 30;
+  DI_ASSIGN_OR_RETURN(uint8_t * a, buf.alloc<uint8_t>(n));
+  DI_ASSIGN_OR_RETURN(uint8_t * b, buf.alloc<uint8_t>(n));
+  DI_CUDA_RETURN_IF_ERROR(cudaMemset(a, 1, n));
+  // Stream-ordered, as kernels_bench.cc measures it (a memcpy node in a graph ran on a copy
+  // engine at about 2.7 TB/s in the first run: not the HBM rate).
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  DI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e0));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e1));
+  float ms = 0;
+  for (int i = 0; i < 3; ++i)
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(e0));
+  for (int i = 0; i < 10; ++i) {
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice));
+  }
+  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(e1));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(e1));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, e0, e1));
+  (void)cudaEventDestroy(e0);
+  (void)cudaEventDestroy(e1);
+  return 2.0 * static_cast<double>(n) * 10 / (ms * 1e-3);
+}
+
+struct Shape {
+  const char* name;
+  WeightFormat format;
+  int64_t out, in;
+};
+
+Status bench_dense(const Shape& sh, const std::vector<int64_t>& rows_list, int reps, double bw) {
+  Buffers buf;
+  const bool fp8 = sh.format == WeightFormat::kFP8;
+  const size_t wbytes = static_cast<size_t>(fp8 ? sh.out * sh.in : sh.out * sh.in / 2);
+  const size_t sbytes =
+      static_cast<size_t>(fp8 ? ((sh.out + 31) / 32) * (sh.in / 32) : sh.out * (sh.in / 32));
+  const int copies = static_cast<int>(std::max<size_t>(2, kRotateBytes / wbytes + 1));
+  std::vector<DeviceWeight> ws;
+  const auto host_w = random_bytes(wbytes, 10, false);
+  const auto host_s = random_bytes(sbytes, 20, true);
+  for (int c = 0; c < copies; ++c) {
+    DI_ASSIGN_OR_RETURN(uint8_t * d, buf.upload(host_w));
+    DI_ASSIGN_OR_RETURN(uint8_t * sc, buf.upload(host_s));
+    ws.push_back({sh.format, sh.out, sh.in, d, sc});
+  }
+  const int64_t max_rows = *std::max_element(rows_list.begin(), rows_list.end());
+  DI_ASSIGN_OR_RETURN(float* x,
+                      buf.upload(random_floats(static_cast<size_t>(max_rows * sh.in), 3)));
+  DI_ASSIGN_OR_RETURN(float* q, buf.alloc<float>(static_cast<size_t>(max_rows * sh.in)));
+  DI_ASSIGN_OR_RETURN(float* s, buf.alloc<float>(static_cast<size_t>(max_rows * sh.in / 32)));
+  DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(max_rows * sh.out)));
+  namespace bc = backend::cuda;
+  for (int64_t m : rows_list) {
+    DI_CUDA_RETURN_IF_ERROR(bc::quantize_fp8(x, m, sh.in, q, s, nullptr));
+    const double bytes = static_cast<double>(wbytes + sbytes) + 2.0 * m * sh.in + 2.0 * m * sh.out;
+    const double floor_us = bytes / bw * 1e6;
+    const int pick = bc::skinny_gemm_pick(m, ws[0]);
+    std::string notes = "variants (8/16/32 cols):";
+    double best_variant = 1e30;
+    for (int v = 0; v < bc::kSkinnyVariants; ++v) {
+      DI_ASSIGN_OR_RETURN(double us, graph_us(reps, [&](int i, cudaStream_t st) {
+                            return bc::skinny_gemm_variant(v, q, s, m, ws[i % copies], y, st);
+                          }));
+      char b[32];
+      std::snprintf(b, sizeof b, " %.1f%s", us, v == pick ? "*" : "");
+      notes += b;
+      best_variant = std::min(best_variant, us);
+    }
+    // (The previous kernel queries occupancy while launching; if capture refuses that: -1.)
+    auto old = graph_us(reps, [&](int i, cudaStream_t st) {
+      return bc::block_scaled_gemm(q, s, m, ws[i % copies], y, st);
+    });
+    const double old_us = old ? *old : -1.0;
+    (void)cudaGetLastError();
+    DI_ASSIGN_OR_RETURN(double pick_us, graph_us(reps, [&](int i, cudaStream_t st) {
+                          return bc::skinny_gemm(q, s, m, ws[i % copies], y, st);
+                        }));
+    DI_ASSIGN_OR_RETURN(double linear_us, graph_us(reps, [&](int i, cudaStream_t st) {
+                          cudaError_t e = bc::quantize_fp8(x, m, sh.in, q, s, st);
+                          if (e != cudaSuccess) return e;
+                          return bc::skinny_gemm(q, s, m, ws[i % copies], y, st);
+                        }));
+    char extra[160];
+    std::snprintf(extra, sizeof extra,
+                  "; best %.2f of floor; previous decode kernel %.1f us; "
+                  "act_quant + GEMM %.1f us",
+                  floor_us / best_variant, old_us, linear_us);
+    std::printf("| %s %s %lldx%lld | %lld | %.1f | %.1f | %.2f | %s%s |\n", sh.name,
+                fp8 ? "fp8" : "fp4", static_cast<long long>(sh.out), static_cast<long long>(sh.in),
+                static_cast<long long>(m), pick_us, floor_us, floor_us / pick_us, notes.c_str(),
+                extra);
+  }
+  return {};
+}
+
+// Routed experts at V4.1 shapes for `tokens` tokens with uniformly random top-k routing.
+Status bench_moe(const std::vector<int64_t>& token_list, int reps, double bw) {
+  namespace bc = backend::cuda;
+  const int E = 384, topk = 6;
+  const int64_t dim = 5120, inter = 2304;
+  const size_t mat_bytes = static_cast<size_t>(inter * dim / 2);
+  const size_t mat_scale = static_cast<size_t>(inter * dim / 32);
+  Buffers buf;
+  // One arena for all 3 x 384 matrices (6.8 GB), filled from one random block by device copies.
+  const size_t per_expert = 3 * (mat_bytes + mat_scale);
+  DI_ASSIGN_OR_RETURN(uint8_t * arena, buf.alloc<uint8_t>(per_expert * E));
+  const auto block = random_bytes(mat_bytes, 31, false);
+  const auto sblock = random_bytes(mat_scale, 37, true);
+  DI_ASSIGN_OR_RETURN(uint8_t * dblock, buf.upload(block));
+  DI_ASSIGN_OR_RETURN(uint8_t * dsblock, buf.upload(sblock));
+  std::vector<const uint8_t*> data[3], scale[3];
+  for (int e = 0; e < E; ++e) {
+    for (int k = 0; k < 3; ++k) {
+      uint8_t* d = arena + e * per_expert + k * (mat_bytes + mat_scale);
+      DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(d, dblock, mat_bytes, cudaMemcpyDeviceToDevice));
+      DI_CUDA_RETURN_IF_ERROR(
+          cudaMemcpy(d + mat_bytes, dsblock, mat_scale, cudaMemcpyDeviceToDevice));
+      data[k].push_back(d);
+      scale[k].push_back(d + mat_bytes);
+    }
+  }
+  bc::MoeRoutedArgs a;
+  bc::ExpertMatrices* mats[3] = {&a.w1, &a.w3, &a.w2};
+  for (int k = 0; k < 3; ++k) {
+    DI_ASSIGN_OR_RETURN(const uint8_t** dd, buf.upload(data[k]));
+    DI_ASSIGN_OR_RETURN(const uint8_t** ds, buf.upload(scale[k]));
+    mats[k]->data = dd;
+    mats[k]->scale = ds;
+  }
+  std::mt19937 rng(41);
+  for (int64_t T : token_list) {
+    constexpr int kTables = 8;  // routings rotate so that repeated launches read other experts
+    std::vector<int32_t*> ex(kTables);
+    std::vector<float*> wt(kTables);
+    double touched = 0;
+    for (int r = 0; r < kTables; ++r) {
+      std::vector<int32_t> ids;
+      std::vector<float> w;
+      std::set<int> distinct;
+      for (int64_t t = 0; t < T; ++t) {
+        std::vector<int32_t> perm(E);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        for (int k = 0; k < topk; ++k) {
+          ids.push_back(perm[static_cast<size_t>(k)]);
+          w.push_back(0.25f);
+          distinct.insert(perm[static_cast<size_t>(k)]);
+        }
+      }
+      touched += static_cast<double>(distinct.size()) / kTables;
+      DI_ASSIGN_OR_RETURN(ex[r], buf.upload(ids));
+      DI_ASSIGN_OR_RETURN(wt[r], buf.upload(w));
+    }
+    DI_ASSIGN_OR_RETURN(float* x, buf.upload(random_floats(static_cast<size_t>(T * dim), 43)));
+    DI_ASSIGN_OR_RETURN(float* shared, buf.upload(random_floats(static_cast<size_t>(T * dim), 47)));
+    DI_ASSIGN_OR_RETURN(float* out, buf.alloc<float>(static_cast<size_t>(T * dim)));
+    DI_ASSIGN_OR_RETURN(uint8_t * scratch,
+                        buf.alloc<uint8_t>(bc::moe_routed_scratch_bytes(T, topk, E, dim, inter)));
+    a.x = x;
+    a.tokens = T;
+    a.dim = dim;
+    a.inter = inter;
+    a.topk = topk;
+    a.num_experts = E;
+    a.swiglu_limit = 10.0f;
+    a.shared = shared;
+    a.out = out;
+    const double bytes = touched * static_cast<double>(per_expert) + 4.0 * T * dim * 2;
+    const double floor_us = bytes / bw * 1e6;
+    std::string notes = "variants (8/16/32 cols):";
+    double pick_us = 0;
+    for (int v = -1; v < bc::kSkinnyVariants; ++v) {
+      a.tile_variant = v;
+      DI_ASSIGN_OR_RETURN(double us, graph_us(reps, [&](int i, cudaStream_t st) {
+                            bc::MoeRoutedArgs c = a;
+                            c.experts = ex[i % kTables];
+                            c.weights = wt[i % kTables];
+                            return bc::moe_routed(c, scratch, st);
+                          }));
+      if (v < 0) {
+        pick_us = us;
+      } else {
+        char b[24];
+        std::snprintf(b, sizeof b, " %.1f", us);
+        notes += b;
+      }
+    }
+    std::printf(
+        "| moe_routed fp4 E=384 top-6 5120/2304 | %lld | %.1f | %.1f | %.2f | %.1f experts "
+        "touched (%.0f MB); %s |\n",
+        static_cast<long long>(T), pick_us, floor_us, floor_us / pick_us, touched, bytes / 1e6,
+        notes.c_str());
+  }
+  return {};
+}
+
+}  // namespace
+
+Status run_profile_launches() {
+  // One plain launch each of the square FP8 GEMM at 1 and 8 rows, for a profiler.
+  Buffers buf;
+  const int64_t n = 5120, k = 5120;
+  DI_ASSIGN_OR_RETURN(uint8_t * w, buf.upload(random_bytes(static_cast<size_t>(n * k), 1, false)));
+  DI_ASSIGN_OR_RETURN(uint8_t * sc,
+                      buf.upload(random_bytes(static_cast<size_t>(n * k / 1024), 2, true)));
+  DI_ASSIGN_OR_RETURN(float* x, buf.upload(random_floats(static_cast<size_t>(8 * k), 3)));
+  DI_ASSIGN_OR_RETURN(float* q, buf.alloc<float>(static_cast<size_t>(8 * k)));
+  DI_ASSIGN_OR_RETURN(float* s, buf.alloc<float>(static_cast<size_t>(8 * k / 32)));
+  DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(8 * n)));
+  const DeviceWeight dw{WeightFormat::kFP8, n, k, w, sc};
+  DI_CUDA_RETURN_IF_ERROR(backend::cuda::quantize_fp8(x, 8, k, q, s, nullptr));
+  for (int64_t m : {1, 8}) {
+    DI_CUDA_RETURN_IF_ERROR(backend::cuda::skinny_gemm(q, s, m, dw, y, nullptr));
+  }
+  DI_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  return {};
+}
+
+Status run_decode_bench(bool quick) {
+  const int reps = quick ? 2 : 5;
+  DI_ASSIGN_OR_RETURN(double bw, copy_bandwidth());
+  std::printf(
+      "\ndecode kernels: copy %.0f GB/s (read+write); times in us per launch (graph "
+      "replay); * = the variant skinny_gemm picks\n\n",
+      bw / 1e9);
+  std::printf(
+      "| kernel | rows | us | floor us | floor/time | notes |\n|---|---|---|---|---|---|\n");
+  const std::vector<Shape> shapes = {{"wq_a", WeightFormat::kFP8, 1280, 5120},
+                                     {"wq_b", WeightFormat::kFP8, 32768, 1280},
+                                     {"wkv", WeightFormat::kFP8, 512, 5120},
+                                     {"wo_a group", WeightFormat::kFP8, 1024, 4096},
+                                     {"wo_b", WeightFormat::kFP8, 5120, 8192},
+                                     {"shared w1/w3", WeightFormat::kFP8, 2304, 5120},
+                                     {"shared w2", WeightFormat::kFP8, 5120, 2304},
+                                     {"indexer wq_b", WeightFormat::kFP8, 4096, 1280},
+                                     {"square", WeightFormat::kFP8, 5120, 5120},
+                                     {"expert w1", WeightFormat::kFP4, 2304, 5120},
+                                     {"expert w2", WeightFormat::kFP4, 5120, 2304}};
+  for (const Shape& sh : shapes) {
+    const bool wide = std::string(sh.name) == "square";
+    DI_RETURN_IF_ERROR(bench_dense(
+        sh, wide ? std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64} : std::vector<int64_t>{1, 2, 4, 8},
+        reps, bw));
+  }
+  std::printf(
+      "\n| kernel | tokens | us | floor us | floor/time | notes |\n|---|---|---|---|---|---|\n");
+  return bench_moe({1, 8, 64, 256}, reps, bw);
+}
+
+}  // namespace di::bench

@@ -1,0 +1,144 @@
+// The few-row (decode) block-scaled FP8/FP4 GEMM: weight streaming at the memory floor, bitwise
+// equal to the CPU (skinny_gemm.cuh says how). Rows beyond what one pass stages take further
+// passes inside the same CTA, which re-read the CTA's weight tile (then mostly from L2).
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/skinny_gemm.cuh"
+
+namespace di::backend::cuda {
+
+namespace {
+
+using skinny::kThreads;
+
+// Persistent: CTA b takes column tiles b, b + gridDim.x, ...; each tile's rows in groups of
+// rows_per_pass (later groups re-read the tile's weights, mostly from L2).
+template <int CW, bool kFp4>
+__global__ void __launch_bounds__(kThreads, 1) skinny_linear(const float* q,
+                                                             const float* scales,
+                                                             int rows,
+                                                             int rows_per_pass,
+                                                             const uint8_t* w,
+                                                             const uint8_t* w_scale,
+                                                             int64_t N,
+                                                             int64_t K,
+                                                             float* y) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const skinny::Layout L = skinny::make_layout(CW, kFp4, rows_per_pass);
+  const int tiles = static_cast<int>((N + CW - 1) / CW);
+  const int groups = (rows + rows_per_pass - 1) / rows_per_pass;
+  const int my_tiles = (tiles - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) /
+                       static_cast<int>(gridDim.x);
+  auto seg = [&](int s) {
+    const int t = s / groups, gi = s - t * groups;
+    const int r0 = gi * rows_per_pass;
+    return skinny::Segment{q,
+                           scales,
+                           nullptr,
+                           r0,
+                           rows - r0 < rows_per_pass ? rows - r0 : rows_per_pass,
+                           w,
+                           w_scale,
+                           N,
+                           (int64_t{blockIdx.x} + int64_t{t} * gridDim.x) * CW};
+  };
+  auto done = [&](int s, float acc) {
+    const skinny::Segment g = seg(s);
+    const int t = threadIdx.x;
+    if (t < CW * g.num_rows) {
+      const int64_t n = g.n0 + t % CW;
+      if (n < N) y[(g.row0 + t / CW) * N + n] = round_bf16(acc);
+    }
+  };
+  skinny::stream<CW, kFp4>(smem, L, K, my_tiles * groups, seg, done);
+}
+
+template <int CW, bool kFp4>
+cudaError_t launch(const float* q,
+                   const float* scales,
+                   int64_t rows,
+                   const DeviceWeight& w,
+                   float* y,
+                   cudaStream_t s) {
+  const int max_rpp = skinny::max_rows_per_pass(CW, kFp4);
+  const int rpp = static_cast<int>(rows < max_rpp ? rows : max_rpp);
+  const skinny::Layout L = skinny::make_layout(CW, kFp4, rpp);
+  auto* kernel = skinny_linear<CW, kFp4>;
+  cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L.total);
+  int device = 0, sms = 0, per_sm = 0;
+  if (e == cudaSuccess) e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess) {
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, L.total);
+  }
+  if (e != cudaSuccess) return e;
+  const int64_t tiles = (w.out_features + CW - 1) / CW;
+  const int64_t resident = int64_t{sms} * (per_sm > 0 ? per_sm : 1);
+  const unsigned grid = static_cast<unsigned>(tiles < resident ? tiles : resident);
+  kernel<<<grid, kThreads, L.total, s>>>(q, scales, static_cast<int>(rows), rpp, w.data, w.scale,
+                                         w.out_features, w.in_features, y);
+  return cudaGetLastError();
+}
+
+template <bool kFp4>
+cudaError_t launch_variant(int variant,
+                           const float* q,
+                           const float* scales,
+                           int64_t rows,
+                           const DeviceWeight& w,
+                           float* y,
+                           cudaStream_t s) {
+  switch (variant) {
+    case 0:
+      return launch<8, kFp4>(q, scales, rows, w, y, s);
+    case 1:
+      return launch<16, kFp4>(q, scales, rows, w, y, s);
+    case 2:
+      return launch<32, kFp4>(q, scales, rows, w, y, s);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace
+
+bool skinny_gemm_supports(int64_t rows, const DeviceWeight& w) {
+  return (w.format == WeightFormat::kFP8 || w.format == WeightFormat::kFP4) && rows >= 1 &&
+         rows <= kSkinnyMaxRows && w.out_features >= 1 && w.in_features >= 128 &&
+         w.in_features % 128 == 0 && w.in_features <= (int64_t{1} << 30);
+}
+
+int skinny_gemm_pick(int64_t rows, const DeviceWeight& w) {
+  // Columns per CTA, from the H200 sweep in docs/benchmarks.md (session 4): narrow matrices need
+  // small tiles to occupy the SMs; wide ones prefer 32 columns (each staged activation shared by
+  // more columns), except 5120-8191 columns at one or two rows.
+  const int64_t n = w.out_features;
+  if (n <= 1024) return 0;
+  if (n <= 1536) return 1;
+  if (rows <= 2 && n >= 5120 && n < 8192) return 1;
+  return 2;
+}
+
+cudaError_t skinny_gemm_variant(int variant,
+                                const float* q,
+                                const float* scales,
+                                int64_t rows,
+                                const DeviceWeight& w,
+                                float* y,
+                                cudaStream_t s) {
+  if (rows == 0 || w.out_features == 0) return cudaSuccess;
+  if (!skinny_gemm_supports(rows, w)) return cudaErrorInvalidValue;
+  return w.format == WeightFormat::kFP4 ? launch_variant<true>(variant, q, scales, rows, w, y, s)
+                                        : launch_variant<false>(variant, q, scales, rows, w, y, s);
+}
+
+cudaError_t skinny_gemm(const float* q,
+                        const float* scales,
+                        int64_t rows,
+                        const DeviceWeight& w,
+                        float* y,
+                        cudaStream_t s) {
+  return skinny_gemm_variant(skinny_gemm_pick(rows, w), q, scales, rows, w, y, s);
+}
+
+}  // namespace di::backend::cuda

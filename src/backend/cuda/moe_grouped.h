@@ -1,0 +1,51 @@
+// The routed experts of one MoE layer on the device (model/moe.cc's expert loop and combine),
+// driven by the router's device-side result: no host synchronisation, fixed launch shapes (from
+// tokens, topk and the expert count only), so a CUDA graph can capture it.
+//
+// Launches: act_quant of x; one CTA builds per-expert counts, offsets, the ascending list of
+// active experts and a slot per (token, k) (order within an expert is arbitrary: rows are
+// independent); the grouped w1/w3 GEMM + SwiGLU (clamp, routing weight) over every active
+// expert's rows; act_quant of those rows; the grouped w2 GEMM; the combine. GEMM CTAs read the
+// counts from device memory and CTAs past the number of active experts exit at once.
+//
+// Numerics: per (token, expert) the CPU's linear -> swiglu -> linear sequence bit for bit, except
+// swiglu's exp (correctly rounded here, glibc's expf on the CPU: see device_numeric.cuh). The
+// combine adds each token's expert outputs in ascending expert index into an fp32 sum from 0,
+// then the shared expert's output, then rounds to bf16, as Model::moe does.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace di::backend::cuda {
+
+// One FP4 matrix [out, in] per expert (e2m1 pairs + ue8m0 scales per 32), through device arrays
+// of device pointers, so experts may live anywhere in the arena.
+struct ExpertMatrices {
+  const uint8_t* const* data = nullptr;
+  const uint8_t* const* scale = nullptr;
+};
+
+struct MoeRoutedArgs {
+  const float* x = nullptr;  // [tokens, dim] the FFN input (before act_quant)
+  int64_t tokens = 0, dim = 0, inter = 0;
+  const int32_t* experts = nullptr;  // [tokens, topk] moe_route's output
+  const float* weights = nullptr;    // [tokens, topk]
+  int topk = 0, num_experts = 0;
+  ExpertMatrices w1, w3, w2;      // w1, w3: [inter, dim]; w2: [dim, inter]
+  float swiglu_limit = 0.0f;      // <= 0: no clamp
+  const float* shared = nullptr;  // [tokens, dim] shared expert output (bf16 values), or null
+  float* out = nullptr;           // [tokens, dim] bf16 values
+  int tile_variant = -1;          // columns per CTA (0: 8, 1: 16, 2: 32); -1 picks
+};
+
+// Whether the shapes are supported (dim and inter multiples of 128, topk <= 16, experts <= 1024).
+bool moe_routed_supports(const MoeRoutedArgs& a);
+// Device scratch that moe_routed needs (256-byte aligned pieces).
+size_t moe_routed_scratch_bytes(
+    int64_t tokens, int topk, int num_experts, int64_t dim, int64_t inter);
+cudaError_t moe_routed(const MoeRoutedArgs& a, void* scratch, cudaStream_t s);
+
+}  // namespace di::backend::cuda
