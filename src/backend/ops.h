@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "backend/memory.h"
 #include "tensor/weight_view.h"
 #include "util/status.h"
 
@@ -67,14 +68,40 @@ struct RouteParams {
   float route_scale = 1.0f;
 };
 
-class Ops {
+// Activations (x, y, q, keys' rows, out...) are backend memory (memory.h): the views the ops
+// take point there. Weights (WeightView and the small per-layer vectors: norm weights, sinks,
+// biases) and metadata (positions, visible counts, the key pointer table, the router's
+// outputs) are host memory; a device backend caches weights by address.
+class Ops : public Memory {
  public:
-  virtual ~Ops() = default;
+  ~Ops() override = default;
   virtual const char* name() const = 0;
+
+  // Backend memory; host memory unless a backend says otherwise.
+  float* allocate(int64_t count) const override { return HostMemory().allocate(count); }
+  void deallocate(float* p) const override { HostMemory().deallocate(p); }
+  void upload(const float* host, float* dst, int64_t count) const override {
+    HostMemory().upload(host, dst, count);
+  }
+  void download(const float* src, float* host, int64_t count) const override {
+    HostMemory().download(src, host, count);
+  }
+  void copy_2d(const float* src,
+               int64_t src_stride,
+               float* dst,
+               int64_t dst_stride,
+               int64_t width,
+               int64_t rows) const override {
+    HostMemory().copy_2d(src, src_stride, dst, dst_stride, width, rows);
+  }
 
   // The first error a backend met (a device backend latches it, as CUDA's own errors are sticky,
   // and does nothing more; its outputs are then undefined). Callers check it after a forward.
   virtual Status status() const { return Status(); }
+  // How many times the host has waited for the backend so far (a device backend's downloads and
+  // routing decisions; 0 for the CPU). A decode step's count is what stands between it and a
+  // CUDA graph.
+  virtual uint64_t host_syncs() const { return 0; }
 
   // y[m, n] = x[m] . w[n] (reference `linear`). FP8/FP4 weights first fake-quantize each row of x
   // to e4m3 with ue8m0 scales per 32 (act_quant) and accumulate 32-wide blocks in fp32 (fp8_gemm,
@@ -154,8 +181,14 @@ class Ops {
                            int hc,
                            float eps) const = 0;
 
+  // dst[rows[i]] += src[i] in fp32, for i ascending (rows: host indices, distinct). The MoE
+  // combine adds each expert's rows into the accumulator this way, experts in index order.
+  virtual void add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const = 0;
+  // out = bf16(a + b) elementwise (fp32 add, then one rounding).
+  virtual void add_round_bf16(ConstRowsView a, ConstRowsView b, RowsView out) const = 0;
+
   // Softmax-gated pooling of `group` rows per channel (reference Compressor): out[d] =
-  // sum_i kv[i, d] * softmax_i(score[:, d]), fp32.
+  // sum_i kv[i, d] * softmax_i(score[:, d]), fp32.  kv, score and out are backend memory.
   virtual void softmax_pool(
       const float* kv, const float* score, int group, int64_t dim, float* out) const = 0;
 };

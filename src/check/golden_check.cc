@@ -93,7 +93,8 @@ Status check_exact(const GoldenContext& g, CheckReport& report) {
     DI_ASSIGN_OR_RETURN(auto prompt, g.data->ints(sp + ".prompt"));
     DI_ASSIGN_OR_RETURN(auto hashes, g.data->ints(sp + ".full.engram_hash"));
     DI_ASSIGN_OR_RETURN(
-        auto pool, model::StatePool::create(cfg, {1, static_cast<int64_t>(prompt.size()) + 8, 64}));
+        auto pool,
+        model::StatePool::create(cfg, {1, static_cast<int64_t>(prompt.size()) + 8, 64}, m.ops()));
     DI_ASSIGN_OR_RETURN(auto seq, pool.create_sequence());
     model::ForwardContext ctx;
     ctx.pool = &pool;

@@ -16,8 +16,9 @@ struct Session {
   model::SequenceState seq;
 };
 
-Expected<Session> new_session(const model::ModelConfig& c, int64_t tokens) {
-  DI_ASSIGN_OR_RETURN(auto pool, model::StatePool::create(c, {1, tokens + 16, 64}));
+Expected<Session> new_session(const model::Model& m, int64_t tokens) {
+  DI_ASSIGN_OR_RETURN(auto pool,
+                      model::StatePool::create(m.config(), {1, tokens + 16, 64}, m.ops()));
   Session s{std::move(pool), {}};
   DI_ASSIGN_OR_RETURN(s.seq, s.pool.create_sequence());
   return s;
@@ -119,7 +120,7 @@ Status check_end_to_end(const GoldenContext& g, int seq_index, CheckReport& repo
   const int64_t L = static_cast<int64_t>(prompt.size());
 
   {  // full forward, every position
-    DI_ASSIGN_OR_RETURN(Session s, new_session(c, L));
+    DI_ASSIGN_OR_RETURN(Session s, new_session(m, L));
     std::vector<float> logits;
     model::ForwardTrace trace;
     DI_RETURN_IF_ERROR(feed(m, s, prompt, true, logits, &trace));
@@ -161,7 +162,7 @@ Status check_end_to_end(const GoldenContext& g, int seq_index, CheckReport& repo
   }
   {  // forced continuation, one token per call
     DI_ASSIGN_OR_RETURN(auto f64, g.data->ints(sp + ".forced.tokens"));
-    DI_ASSIGN_OR_RETURN(Session s, new_session(c, L + static_cast<int64_t>(f64.size())));
+    DI_ASSIGN_OR_RETURN(Session s, new_session(m, L + static_cast<int64_t>(f64.size())));
     std::vector<float> logits, all;
     DI_RETURN_IF_ERROR(feed(m, s, prompt, false, logits));
     for (int64_t t : f64) {
@@ -175,7 +176,7 @@ Status check_end_to_end(const GoldenContext& g, int seq_index, CheckReport& repo
   // greedy continuation, teacher-forced, with a DSpark draft after every decode step
   DI_ASSIGN_OR_RETURN(auto g64, g.data->ints(sp + ".greedy.tokens"));
   const int64_t N = static_cast<int64_t>(g64.size());
-  DI_ASSIGN_OR_RETURN(Session s, new_session(c, L + N + 8));
+  DI_ASSIGN_OR_RETURN(Session s, new_session(m, L + N + 8));
   std::vector<float> logits, all, draft_logits, draft_conf;
   std::vector<int32_t> draft_tokens;
   std::vector<int64_t> dspark_ref_tokens;

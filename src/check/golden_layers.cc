@@ -44,7 +44,7 @@ Status check_layers(const GoldenContext& g, int seq_index, CheckReport& report) 
   DI_ASSIGN_OR_RETURN(auto moe_experts, g.data->ints(sp + ".full.moe_experts"));
   DI_ASSIGN_OR_RETURN(auto moe_gap, g.data->floats(sp + ".full.moe_gap"));
 
-  DI_ASSIGN_OR_RETURN(auto pool, model::StatePool::create(c, {1, L + 8, 64}));
+  DI_ASSIGN_OR_RETURN(auto pool, model::StatePool::create(c, {1, L + 8, 64}, m.ops()));
   DI_ASSIGN_OR_RETURN(auto seq, pool.create_sequence());
   model::ForwardContext ctx;
   model::ForwardTrace trace;
@@ -53,15 +53,17 @@ Status check_layers(const GoldenContext& g, int seq_index, CheckReport& report) 
   ctx.chunks.push_back({&seq, prompt});
   DI_RETURN_IF_ERROR(m.begin_forward(ctx));
 
-  // Engram on the recorded residual (embedding copies for layer 0).
-  std::vector<float> x(static_cast<size_t>(L * width));
+  // Engram on the recorded residual (embedding copies for layer 0). The model computes in its
+  // backend's memory; the comparisons read host copies.
+  backend::Buffer xd(m.ops(), L, width);
   for (int layer : c.engram_layer_ids) {
     if (layer == 0) {
-      m.embed(ctx, RowsView{x.data(), L, width});
+      m.embed(ctx, xd.view());
     } else {
-      std::copy_n(block_out.begin() + (layer - 1) * L * width, L * width, x.begin());
+      xd.from_host(block_out.data() + (layer - 1) * L * width);
     }
-    m.apply_engram(layer, ctx, RowsView{x.data(), L, width});
+    m.apply_engram(layer, ctx, xd.view());
+    const std::vector<float> x = xd.to_host();
     Diff d = diff_rows(x.data(), block_in.data() + layer * L * width, L, width);
     report.check(layer_name(sp, layer) + ".engram", d.max_abs <= g.tol.engram_max_abs,
                  "max_abs " + fmt(d.max_abs) + " (<= " + fmt(g.tol.engram_max_abs) + ")");
@@ -70,10 +72,11 @@ Status check_layers(const GoldenContext& g, int seq_index, CheckReport& report) 
   // Positions left out per index source after a selection mismatch (README "Comparing" 2).
   std::map<int, std::vector<bool>> excluded;
   for (int layer = 0; layer < c.n_layers; ++layer) {
-    std::copy_n(block_in.begin() + layer * L * width, L * width, x.begin());
-    std::vector<float> pre_mix(block_in_mix.begin() + layer * L * hc,
-                               block_in_mix.begin() + (layer + 1) * L * hc);
-    m.run_block(layer, ctx, RowsView{x.data(), L, width}, pre_mix);
+    xd.from_host(block_in.data() + layer * L * width);
+    backend::Buffer pre_d(m.ops(), L, hc);
+    pre_d.from_host(block_in_mix.data() + layer * L * hc);
+    m.run_block(layer, ctx, xd.view(), pre_d);
+    const std::vector<float> x = xd.to_host(), pre_mix = pre_d.to_host();
     const std::string name = layer_name(sp, layer);
 
     if (g.topk_binding && c.is_index_source(layer)) {
@@ -194,7 +197,7 @@ Status check_compressed(const GoldenContext& g,
       for (int64_t e = 0; e < std::min(n, have); ++e) {
         const float* row = keys ? ctx.pool->index_key_row(seq, stream, e)
                                 : ctx.pool->compressed_kv_row(seq, stream, e);
-        std::copy_n(row, width, ours.begin() + e * width);
+        g.model->ops().download(row, ours.data() + e * width, width);
       }
       Diff d = diff_rows(ours.data(), ref.data(), n, width);
       report.check(key, have == n && d.max_abs <= g.tol.block_out_max_abs,

@@ -106,7 +106,8 @@ int run_bench_command(int argc, char** argv) {
   }
   const auto& c = (*model)->config();
   auto state = model::StatePool::create(
-      c, {batch, static_cast<int64_t>(batch) * (prompt_len + decode_steps + 8), 64});
+      c, {batch, static_cast<int64_t>(batch) * (prompt_len + decode_steps + 8), 64},
+      (*model)->ops());
   if (!state) {
     std::cerr << "deepinfer bench: " << state.status().to_string() << "\n";
     return 2;
@@ -145,7 +146,9 @@ int run_bench_command(int argc, char** argv) {
   double prefill_s = 0, decode_s = 0;
   Status s = step(prompt_len, &prefill_s, &prefill_cpu);
   std::vector<float> replay_logits = last_logits;
+  const uint64_t syncs_before_decode = ops.host_syncs();
   for (int i = 0; s.ok() && i < decode_steps; ++i) s = step(1, &decode_s, &decode_cpu);
+  const uint64_t decode_syncs = ops.host_syncs() - syncs_before_decode;
   if (!s.ok()) {
     std::cerr << "deepinfer bench: " << s.to_string() << "\n";
     return 2;
@@ -190,9 +193,11 @@ int run_bench_command(int argc, char** argv) {
       bw / 1e9, bytes / 1e6, 1e3 * bytes / bw);
   if (decode_steps > 0) {
     std::printf(
-        "decode:  batch %d x %d steps in %.3f s = %.2f tokens/s (%.1f ms/step, %.2f CPU-s)\n",
+        "decode:  batch %d x %d steps in %.3f s = %.2f tokens/s (%.1f ms/step, %.2f CPU-s, %.1f "
+        "host waits/step)\n",
         batch, decode_steps, decode_s, batch * decode_steps / decode_s,
-        1e3 * decode_s / decode_steps, decode_cpu);
+        1e3 * decode_s / decode_steps, decode_cpu,
+        static_cast<double>(decode_syncs) / decode_steps);
   }
   return 0;
 }

@@ -167,8 +167,8 @@ int run_generate_command(int argc, char** argv) {
     std::cerr << "deepinfer generate: " << ids.status().message() << "\n";
     return 2;
   }
-  auto state =
-      model::StatePool::create(c, {1, static_cast<int64_t>(ids->size()) + max_tokens + 8, 64});
+  auto state = model::StatePool::create(
+      c, {1, static_cast<int64_t>(ids->size()) + max_tokens + 8, 64}, (*model)->ops());
   if (!state) {
     std::cerr << "deepinfer generate: " << state.status().to_string() << "\n";
     return 2;

@@ -154,7 +154,8 @@ Expected<std::unique_ptr<Engine>> Engine::create(model::Model& model, const Engi
   DI_ASSIGN_OR_RETURN(MemoryPlan plan,
                       plan_state_pool(model.config(), opts.kv_cache_bytes, opts.max_num_seqs,
                                       opts.entries_per_page, snapshots));
-  DI_ASSIGN_OR_RETURN(model::StatePool pool, model::StatePool::create(model.config(), plan.pool));
+  DI_ASSIGN_OR_RETURN(model::StatePool pool,
+                      model::StatePool::create(model.config(), plan.pool, model.ops()));
   if (pool.bytes() + plan.snapshot_bytes > opts.kv_cache_bytes) {
     return internal_error("state pool plan exceeds its budget: " +
                           std::to_string(pool.bytes() + plan.snapshot_bytes));

@@ -9,45 +9,37 @@
 
 namespace di::model {
 
-namespace {
-std::vector<float> rows_buffer(int64_t rows, int64_t cols) {
-  return std::vector<float>(static_cast<size_t>(rows * cols));
-}
-}  // namespace
-
 void Model::output_projection(int layer, RowsView o, RowsView out) const {
   const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
   const int64_t T = o.rows;
   const int64_t groups = config_.o_groups, rank = config_.o_lora_rank;
   const int64_t in = o.cols / groups;
   // wo_a is block-diagonal over groups: group g maps its heads' values to `rank` outputs (bf16).
-  std::vector<float> grouped = rows_buffer(T, groups * rank);
-  std::vector<float> slice = rows_buffer(T, in), part = rows_buffer(T, rank);
+  Buffer grouped(*ops_, T, groups * rank), slice(*ops_, T, in), part(*ops_, T, rank);
   for (int64_t g = 0; g < groups; ++g) {
-    for (int64_t r = 0; r < T; ++r) std::copy_n(o.row(r) + g * in, in, slice.begin() + r * in);
+    ops_->copy_2d(o.data + g * in, o.cols, slice.data(), in, in, T);
     WeightView wg{WeightFormat::kF32, rank, in,
                   reinterpret_cast<const uint8_t*>(a.wo_a.data() + g * rank * in), nullptr};
-    ops_->linear(ConstRowsView(slice.data(), T, in), wg, RowsView{part.data(), T, rank}, true);
-    for (int64_t r = 0; r < T; ++r)
-      std::copy_n(part.begin() + r * rank, rank, grouped.begin() + r * groups * rank + g * rank);
+    ops_->linear(slice.view(), wg, part.view(), true);
+    ops_->copy_2d(part.data(), rank, grouped.data() + g * rank, groups * rank, rank, T);
   }
-  ops_->linear(ConstRowsView(grouped.data(), T, groups * rank), a.wo_b, out, true);
+  ops_->linear(grouped.view(), a.wo_b, out, true);
 }
 
 void Model::project_qkv(int layer,
                         const ForwardContext& ctx,
                         ConstRowsView u,
-                        std::vector<float>& qr,
-                        std::vector<float>& q,
-                        std::vector<float>& kv) const {
+                        Buffer& qr,
+                        Buffer& q,
+                        Buffer& kv) const {
   const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
   const ModelConfig& c = config_;
   const int64_t T = u.rows, H = c.n_heads, D = c.head_dim, rd = c.rope_head_dim;
   const auto& rope = rope_[static_cast<size_t>(layer)];
-  qr = rows_buffer(T, c.q_lora_rank);
-  q = rows_buffer(T, H * D);
-  kv = rows_buffer(T, D);
-  RowsView qr_v{qr.data(), T, c.q_lora_rank}, q_v{q.data(), T, H * D}, kv_v{kv.data(), T, D};
+  qr = Buffer(*ops_, T, c.q_lora_rank);
+  q = Buffer(*ops_, T, H * D);
+  kv = Buffer(*ops_, T, D);
+  RowsView qr_v = qr.view(), q_v = q.view(), kv_v = kv.view();
   ops_->linear(u, a.wq_a, qr_v, true);
   ops_->rms_norm(qr_v, a.q_norm.data(), c.norm_eps, qr_v);
   ops_->linear(qr_v, a.wq_b, q_v, true);
@@ -61,14 +53,14 @@ void Model::project_qkv(int layer,
   ops_->fake_quant_fp8(kv_v, 32);
 }
 
-std::vector<float> Model::attend(int layer,
-                                 const std::vector<float>& q,
-                                 const std::vector<const float*>& keys,
-                                 int64_t n_keys) const {
+Buffer Model::attend(int layer,
+                     const Buffer& q,
+                     const std::vector<const float*>& keys,
+                     int64_t n_keys) const {
   const ModelConfig& c = config_;
   const int64_t H = c.n_heads, D = c.head_dim;
-  const int64_t T = static_cast<int64_t>(q.size()) / (H * D);
-  std::vector<float> o = rows_buffer(T, H * D);
+  const int64_t T = q.rows();
+  Buffer o(*ops_, T, H * D);
   backend::SparseAttentionArgs args;
   args.q = q.data();
   args.num_queries = T;
@@ -94,9 +86,9 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
   const int late = c.late_layer_start();
   const auto& rope = rope_[static_cast<size_t>(layer)];
 
-  std::vector<float> qr, q, kv;
+  Buffer qr, q, kv;
   project_qkv(layer, ctx, u, qr, q, kv);
-  RowsView qr_v{qr.data(), T, c.q_lora_rank}, kv_v{kv.data(), T, D};
+  RowsView qr_v = qr.view(), kv_v = kv.view();
 
   const int ratio = c.compress_ratios[layer];
   int stream = -1;
@@ -139,19 +131,19 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
       }
     }
   }
-  std::vector<float> o = attend(layer, q, keys, n_keys);
+  Buffer o = attend(layer, q, keys, n_keys);
 
   // The newest `win` positions of each chunk enter the ring after everyone has read the old ones.
   for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
     SequenceState& seq = *ctx.chunks[ch].seq;
     const int64_t n = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
     for (int64_t i = std::max<int64_t>(0, n - win); i < n; ++i) {
-      std::copy_n(kv_v.row(ctx.chunk_row_begin[ch] + i), D,
-                  ctx.pool->window_row(seq, layer, ctx.chunk_first_position[ch] + i));
+      ops_->copy(kv_v.row(ctx.chunk_row_begin[ch] + i),
+                 ctx.pool->window_row(seq, layer, ctx.chunk_first_position[ch] + i), D);
     }
   }
 
-  RowsView o_v{o.data(), T, H * D};
+  RowsView o_v = o.view();
   ops_->rope(o_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
              ctx.positions.data(), rope, true);
   output_projection(layer, o_v, out);

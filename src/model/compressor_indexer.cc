@@ -21,20 +21,22 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
   const int64_t T = u.rows, D = c.head_dim, rd = c.rope_head_dim, Di = c.index_head_dim;
 
   // New latents (bf16, before the norm) with the sequence and entry index they belong to.
-  std::vector<float> latent;
+  Buffer lat_buffer;
   std::vector<std::pair<int, int64_t>> owner;  // (chunk, entry)
   if (ratio == 1) {
-    latent.resize(static_cast<size_t>(T * D));
-    ops_->linear(u, a.comp_wkv, RowsView{latent.data(), T, D}, true);
+    lat_buffer = Buffer(*ops_, T, D);
+    ops_->linear(u, a.comp_wkv, lat_buffer.view(), true);
     for (int64_t r = 0; r < T; ++r)
       owner.emplace_back(ctx.row_chunk[static_cast<size_t>(r)],
                          ctx.positions[static_cast<size_t>(r)]);
   } else {
-    // fp32 projections (the reference promotes these weights and x to fp32)
-    std::vector<float> kv(static_cast<size_t>(T * D)), score(static_cast<size_t>(T * D));
-    ops_->linear(u, a.comp_wkv, RowsView{kv.data(), T, D}, false);
-    ops_->linear(u, a.comp_wgate, RowsView{score.data(), T, D}, false);
-    std::vector<float> pooled(static_cast<size_t>(D));
+    // fp32 projections (the reference promotes these weights and x to fp32); the partial group
+    // carried across calls is host state (a host round trip until the compressor is an op).
+    Buffer kv_d(*ops_, T, D), score_d(*ops_, T, D);
+    ops_->linear(u, a.comp_wkv, kv_d.view(), false);
+    ops_->linear(u, a.comp_wgate, score_d.view(), false);
+    const std::vector<float> kv = kv_d.to_host(), score = score_d.to_host();
+    std::vector<float> group_kv, group_score;  // completed groups, [groups * ratio, D] each
     for (int64_t r = 0; r < T; ++r) {
       const int ch = ctx.row_chunk[static_cast<size_t>(r)];
       CompressedStream& s =
@@ -44,14 +46,25 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
       std::copy_n(kv.begin() + r * D, D, s.partial_kv.begin() + slot * D);
       std::copy_n(score.begin() + r * D, D, s.partial_score.begin() + slot * D);
       if (slot != ratio - 1) continue;
-      ops_->softmax_pool(s.partial_kv.data(), s.partial_score.data(), ratio, D, pooled.data());
-      for (int64_t d = 0; d < D; ++d) latent.push_back(round_bf16(pooled[static_cast<size_t>(d)]));
+      group_kv.insert(group_kv.end(), s.partial_kv.begin(), s.partial_kv.end());
+      group_score.insert(group_score.end(), s.partial_score.begin(), s.partial_score.end());
       owner.emplace_back(ch, pos / ratio);
+    }
+    const int64_t groups = static_cast<int64_t>(owner.size());
+    if (groups > 0) {
+      const Buffer kv_g = backend::upload_rows(*ops_, group_kv, D);
+      const Buffer score_g = backend::upload_rows(*ops_, group_score, D);
+      Buffer pooled(*ops_, groups, D);
+      for (int64_t g = 0; g < groups; ++g)
+        ops_->softmax_pool(kv_g.row(g * ratio), score_g.row(g * ratio), ratio, D, pooled.row(g));
+      std::vector<float> latent = pooled.to_host();
+      for (float& v : latent) v = round_bf16(v);
+      lat_buffer = backend::upload_rows(*ops_, latent, D);
     }
   }
   const int64_t n = static_cast<int64_t>(owner.size());
   if (n == 0) return;
-  RowsView lat{latent.data(), n, D};
+  RowsView lat = lat_buffer.view();
   ops_->rms_norm(lat, a.comp_norm.data(), c.norm_eps, lat);
   std::vector<int64_t> rope_pos(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
@@ -59,8 +72,8 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
   const auto& rope = rope_[static_cast<size_t>(layer)];
 
   // Index keys from the latent before its RoPE.
-  std::vector<float> keys(static_cast<size_t>(n * Di));
-  RowsView k_v{keys.data(), n, Di};
+  Buffer keys(*ops_, n, Di);
+  RowsView k_v = keys.view();
   ops_->linear(lat, a.idx_wk, k_v, true);
   ops_->rms_norm(k_v, a.idx_k_norm.data(), c.norm_eps, k_v);
   ops_->rope(k_v, 1, static_cast<int>(Di), static_cast<int>(Di - rd), rope_pos.data(), rope, false);
@@ -72,8 +85,8 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
   for (int64_t i = 0; i < n; ++i) {
     auto [ch, entry] = owner[static_cast<size_t>(i)];
     SequenceState& seq = *ctx.chunks[static_cast<size_t>(ch)].seq;
-    std::copy_n(lat.row(i), D, ctx.pool->compressed_kv_row(seq, stream, entry));
-    std::copy_n(k_v.row(i), Di, ctx.pool->index_key_row(seq, stream, entry));
+    ops_->copy(lat.row(i), ctx.pool->compressed_kv_row(seq, stream, entry), D);
+    ops_->copy(k_v.row(i), ctx.pool->index_key_row(seq, stream, entry), Di);
     seq.streams[static_cast<size_t>(stream)].num_entries = entry + 1;
   }
 }
@@ -129,16 +142,18 @@ void Model::index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstR
   const int64_t T = u.rows, Hi = c.index_n_heads, Di = c.index_head_dim, rd = c.rope_head_dim;
   const int stream = ctx.pool->stream_of_layer(c.kv_source_of(layer));
 
-  std::vector<float> q(static_cast<size_t>(T * Hi * Di)), w(static_cast<size_t>(T * Hi));
-  RowsView q_v{q.data(), T, Hi * Di};
+  Buffer q(*ops_, T, Hi * Di), w_d(*ops_, T, Hi);
+  RowsView q_v = q.view();
   ops_->linear(qr, a.idx_wq_b, q_v, true);
   ops_->rope(q_v, static_cast<int>(Hi), static_cast<int>(Di), static_cast<int>(Di - rd),
              ctx.positions.data(), rope_[static_cast<size_t>(layer)], false);
   ops_->fake_quant_fp4(q_v, backend::Fp4ScaleKind::kUe8m0Block32);
-  ops_->linear(u, a.idx_weights_proj, RowsView{w.data(), T, Hi}, true);
+  ops_->linear(u, a.idx_weights_proj, w_d.view(), true);
   const float head_scale = static_cast<float>(std::pow(static_cast<double>(Di), -0.5) *
                                               std::pow(static_cast<double>(Hi), -0.5));
+  std::vector<float> w = w_d.to_host();
   for (float& x : w) x = round_bf16(x * head_scale);
+  w_d.from_host(w);
 
   const bool is_candidate_source = layer == c.candidate_source_layer;
   const bool uses_candidates = c.candidate_source_layer >= 0 && c.candidate_source_layer < layer;
@@ -155,18 +170,19 @@ void Model::index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstR
     std::vector<int64_t> visible(static_cast<size_t>(rows));
     for (int64_t i = 0; i < rows; ++i)
       visible[static_cast<size_t>(i)] = (ctx.positions[static_cast<size_t>(row0 + i)] + 1) / ratio;
-    std::vector<float> scores(static_cast<size_t>(rows * n_entries));
+    Buffer scores_d(*ops_, rows, n_entries);
     backend::IndexScoreArgs args;
     args.q = q.data() + row0 * Hi * Di;
-    args.weights = w.data() + row0 * Hi;
+    args.weights = w_d.data() + row0 * Hi;
     args.num_queries = rows;
     args.num_heads = static_cast<int>(Hi);
     args.head_dim = static_cast<int>(Di);
     args.keys = keys.data();
     args.num_keys = n_entries;
     args.num_visible = visible.data();
-    args.scores = scores.data();
+    args.scores = scores_d.data();
     if (n_entries > 0) ops_->index_scores(args);
+    std::vector<float> scores = scores_d.to_host();
     for (int64_t i = 0; i < rows; ++i) {
       float* s = scores.data() + i * n_entries;
       const int64_t vis = visible[static_cast<size_t>(i)];

@@ -14,10 +14,10 @@ void Model::seed_dspark(ForwardContext& ctx) const {
   const ModelConfig& c = config_;
   const int64_t T = ctx.num_rows, dim = c.dim, D = c.head_dim, win = c.window_size;
   const int64_t nt = static_cast<int64_t>(c.dspark_target_layer_ids.size());
-  std::vector<float> main_x(static_cast<size_t>(T * dim)), kv(static_cast<size_t>(T * D));
-  RowsView mx{main_x.data(), T, dim}, kv_v{kv.data(), T, D};
-  ops_->linear(ConstRowsView(ctx.main_hidden.data(), T, nt * dim), weights_.dspark.main_proj, mx,
-               true);
+  Buffer main_x(*ops_, T, dim), kv(*ops_, T, D);
+  const Buffer hidden = backend::upload_rows(*ops_, ctx.main_hidden, nt * dim);
+  RowsView mx = main_x.view(), kv_v = kv.view();
+  ops_->linear(hidden.view(), weights_.dspark.main_proj, mx, true);
   ops_->rms_norm(mx, weights_.dspark.main_norm.data(), c.norm_eps, mx);
   for (int layer = c.n_layers; layer < c.num_total_layers(); ++layer) {
     const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
@@ -30,8 +30,8 @@ void Model::seed_dspark(ForwardContext& ctx) const {
       SequenceState& seq = *ctx.chunks[ch].seq;
       const int64_t n = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
       for (int64_t i = std::max<int64_t>(0, n - win); i < n; ++i) {
-        std::copy_n(kv_v.row(ctx.chunk_row_begin[ch] + i), D,
-                    ctx.pool->window_row(seq, layer, ctx.chunk_first_position[ch] + i));
+        ops_->copy(kv_v.row(ctx.chunk_row_begin[ch] + i),
+                   ctx.pool->window_row(seq, layer, ctx.chunk_first_position[ch] + i), D);
       }
     }
   }
@@ -43,9 +43,9 @@ void Model::dspark_attention(int layer, ForwardContext& ctx, ConstRowsView u, Ro
   const auto& rope = rope_[static_cast<size_t>(layer)];
   SequenceState& seq = *ctx.chunks[0].seq;
 
-  std::vector<float> qr, q, kv;
+  Buffer qr, q, kv;
   project_qkv(layer, ctx, u, qr, q, kv);
-  RowsView kv_v{kv.data(), T, D};
+  RowsView kv_v = kv.view();
 
   // Ring slots 0 .. min(window, filled) - 1 in slot order, then the whole block.
   const int64_t ring = std::min<int64_t>(c.window_size, seq.num_tokens);
@@ -56,8 +56,8 @@ void Model::dspark_attention(int layer, ForwardContext& ctx, ConstRowsView u, Ro
       keys[static_cast<size_t>(r * n_keys + s)] = ctx.pool->window_row(seq, layer, s);
     for (int64_t b = 0; b < T; ++b) keys[static_cast<size_t>(r * n_keys + ring + b)] = kv_v.row(b);
   }
-  std::vector<float> o = attend(layer, q, keys, n_keys);
-  RowsView o_v{o.data(), T, H * D};
+  Buffer o = attend(layer, q, keys, n_keys);
+  RowsView o_v = o.view();
   ops_->rope(o_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
              ctx.positions.data(), rope, true);
   output_projection(layer, o_v, out);
@@ -90,22 +90,23 @@ Expected<DraftResult> Model::draft(StatePool& pool,
   ctx.row_chunk.assign(static_cast<size_t>(B), 0);
   for (int64_t i = 0; i < B; ++i) ctx.positions.push_back(seq.num_tokens + i);
 
-  std::vector<float> x(static_cast<size_t>(B * hc * dim));
-  RowsView xv{x.data(), B, hc * dim};
+  Buffer x(*ops_, B, hc * dim);
+  RowsView xv = x.view();
   embed(ctx, xv);
-  std::vector<float> pre_mix(static_cast<size_t>(B * hc), 0.0f);
-  for (int64_t r = 0; r < B; ++r) pre_mix[static_cast<size_t>(r * hc)] = 1.0f;
+  Buffer pre_mix = initial_pre_mix(B);
   for (int layer = c.n_layers; layer < c.num_total_layers(); ++layer)
     run_block(layer, ctx, xv, pre_mix);
 
-  std::vector<float> h(static_cast<size_t>(B * dim)), hn(static_cast<size_t>(B * dim));
-  ops_->hc_collapse(xv, pre_mix.data(), static_cast<int>(hc), RowsView{h.data(), B, dim});
-  ops_->rms_norm(ConstRowsView(h.data(), B, dim), weights_.dspark.norm.data(), c.norm_eps,
-                 RowsView{hn.data(), B, dim});
+  Buffer h_d(*ops_, B, dim), hn(*ops_, B, dim), logits(*ops_, B, V);
+  ops_->hc_collapse(xv, pre_mix.data(), static_cast<int>(hc), h_d.view());
+  ops_->rms_norm(h_d.view(), weights_.dspark.norm.data(), c.norm_eps, hn.view());
   DraftResult result;
-  result.logits.resize(static_cast<size_t>(B * V));
-  ops_->linear(ConstRowsView(hn.data(), B, dim), weights_.head,
-               RowsView{result.logits.data(), B, V}, false);
+  ops_->linear(hn.view(), weights_.head, logits.view(), false);
+  result.logits = logits.to_host();
+  const std::vector<float> h = h_d.to_host();
+  // The Markov and confidence heads run one row at a time on host-built inputs.
+  Buffer embed_d(*ops_, 1, c.dspark_markov_rank), bias_d(*ops_, 1, V),
+      conf_d(*ops_, 1, dim + c.dspark_markov_rank), conf_out(*ops_, 1, 1);
 
   const int64_t rank = c.dspark_markov_rank;
   const uint16_t* markov = reinterpret_cast<const uint16_t*>(weights_.dspark.markov_embed.data);
@@ -118,17 +119,17 @@ Expected<DraftResult> Model::draft(StatePool& pool,
                              : result.tokens.back();
     for (int64_t d = 0; d < rank; ++d)
       embed_row[static_cast<size_t>(d)] = bf16_to_float(markov[prev * rank + d]);
-    ops_->linear(ConstRowsView(embed_row.data(), 1, rank), weights_.dspark.markov_head,
-                 RowsView{bias.data(), 1, V}, false);
+    embed_d.from_host(embed_row);
+    ops_->linear(embed_d.view(), weights_.dspark.markov_head, bias_d.view(), false);
+    bias = bias_d.to_host();
     float* row = result.logits.data() + i * V;
     for (int64_t v = 0; v < V; ++v) row[v] += bias[static_cast<size_t>(v)];
     result.tokens.push_back(static_cast<int32_t>(std::max_element(row, row + V) - row));
     std::copy_n(h.begin() + i * dim, dim, conf_in.begin());
     std::copy(embed_row.begin(), embed_row.end(), conf_in.begin() + dim);
-    float conf = 0;
-    ops_->linear(ConstRowsView(conf_in.data(), 1, dim + rank), weights_.dspark.confidence_proj,
-                 RowsView{&conf, 1, 1}, false);
-    result.confidence.push_back(conf);
+    conf_d.from_host(conf_in);
+    ops_->linear(conf_d.view(), weights_.dspark.confidence_proj, conf_out.view(), false);
+    result.confidence.push_back(conf_out.to_host()[0]);
   }
   return result;
 }

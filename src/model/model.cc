@@ -139,13 +139,15 @@ Status Model::begin_forward(ForwardContext& ctx) const {
 void Model::embed(const ForwardContext& ctx, RowsView x) const {
   const int64_t dim = config_.dim;
   const uint16_t* table = reinterpret_cast<const uint16_t*>(weights_.embed.data);
+  std::vector<float> host(static_cast<size_t>(x.rows * x.cols));
   for (int64_t r = 0; r < ctx.num_rows; ++r) {
     const uint16_t* e = table + static_cast<int64_t>(ctx.tokens[static_cast<size_t>(r)]) * dim;
     for (int k = 0; k < config_.hc_mult; ++k) {
-      float* dst = x.row(r) + k * dim;
+      float* dst = host.data() + r * x.cols + k * dim;
       for (int64_t d = 0; d < dim; ++d) dst[d] = bf16_to_float(e[d]);
     }
   }
+  ops_->upload(host.data(), x.data, x.rows * x.cols);
 }
 
 void Model::apply_engram(int layer, const ForwardContext& ctx, RowsView x) const {
@@ -166,73 +168,63 @@ void Model::apply_engram(int layer, const ForwardContext& ctx, RowsView x) const
     }
   }
   const int64_t kv_width = static_cast<int64_t>(config_.hc_mult + 1) * config_.dim;
-  std::vector<float> kv(static_cast<size_t>(ctx.num_rows * kv_width));
-  ops_->linear(ConstRowsView(emb.data(), ctx.num_rows, cols * hd), e.wkv,
-               RowsView{kv.data(), ctx.num_rows, kv_width}, true);
-  ops_->engram_gate(x, ConstRowsView(kv.data(), ctx.num_rows, kv_width), e.qk_weight.data(),
-                    config_.hc_mult, config_.norm_eps);
+  const Buffer emb_d = backend::upload_rows(*ops_, emb, cols * hd);
+  Buffer kv(*ops_, ctx.num_rows, kv_width);
+  ops_->linear(emb_d.view(), e.wkv, kv.view(), true);
+  ops_->engram_gate(x, kv.view(), e.qk_weight.data(), config_.hc_mult, config_.norm_eps);
 }
 
-void Model::run_block(int layer,
-                      ForwardContext& ctx,
-                      RowsView x,
-                      std::vector<float>& pre_mix) const {
+void Model::run_block(int layer, ForwardContext& ctx, RowsView x, Buffer& pre_mix) const {
   const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
   const int hc = config_.hc_mult;
   const int64_t T = ctx.num_rows, dim = config_.dim;
-  std::vector<backend::HcCoefficients> attn_c(static_cast<size_t>(T)),
-      ffn_c(static_cast<size_t>(T));
-  std::vector<float> u(static_cast<size_t>(T * dim)), y(static_cast<size_t>(T * dim));
-  std::vector<float> next(x.data, x.data + T * x.cols);
-  RowsView u_view{u.data(), T, dim}, y_view{y.data(), T, dim};
+  Buffer attn_c(*ops_, T, kCoefficientFloats), ffn_c(*ops_, T, kCoefficientFloats);
+  Buffer u(*ops_, T, dim), y(*ops_, T, dim), next(*ops_, T, x.cols), attn_pre(*ops_, T, hc);
 
   // attention site: mixes from the stream, collapse with the previous site's pre
   ops_->hc_mixes(x, w.hc_attn.fn.data(), w.hc_attn.scale.data(), w.hc_attn.base.data(), hc,
-                 config_.hc_sinkhorn_iters, config_.hc_eps, config_.norm_eps, attn_c.data());
-  ops_->hc_collapse(x, pre_mix.data(), hc, u_view);
-  ops_->rms_norm(u_view, w.attn_norm.data(), config_.norm_eps, u_view);
-  attention(layer, ctx, u_view, y_view);
-  ops_->hc_expand(y_view, x, attn_c.data(), hc, RowsView{next.data(), T, x.cols});
-  std::copy(next.begin(), next.end(), x.data);
+                 config_.hc_sinkhorn_iters, config_.hc_eps, config_.norm_eps, coefficients(attn_c));
+  ops_->hc_collapse(x, pre_mix.data(), hc, u.view());
+  ops_->rms_norm(u.view(), w.attn_norm.data(), config_.norm_eps, u.view());
+  attention(layer, ctx, u.view(), y.view());
+  ops_->hc_expand(y.view(), x, coefficients(attn_c), hc, next.view());
+  ops_->copy(next.data(), x.data, T * x.cols);
 
-  // FFN site: collapse with the attention site's pre
-  std::vector<float> attn_pre(static_cast<size_t>(T * hc));
-  for (int64_t r = 0; r < T; ++r)
-    std::copy_n(attn_c[static_cast<size_t>(r)].pre, hc, attn_pre.begin() + r * hc);
+  // FFN site: collapse with the attention site's pre (the first member of each row's
+  // coefficients)
+  ops_->copy_2d(attn_c.data(), kCoefficientFloats, attn_pre.data(), hc, hc, T);
   ops_->hc_mixes(x, w.hc_ffn.fn.data(), w.hc_ffn.scale.data(), w.hc_ffn.base.data(), hc,
-                 config_.hc_sinkhorn_iters, config_.hc_eps, config_.norm_eps, ffn_c.data());
-  ops_->hc_collapse(x, attn_pre.data(), hc, u_view);
-  ops_->rms_norm(u_view, w.ffn_norm.data(), config_.norm_eps, u_view);
-  moe(layer, &ctx, u_view, y_view);
-  ops_->hc_expand(y_view, x, ffn_c.data(), hc, RowsView{next.data(), T, x.cols});
-  std::copy(next.begin(), next.end(), x.data);
-  pre_mix.resize(static_cast<size_t>(T * hc));
-  for (int64_t r = 0; r < T; ++r)
-    std::copy_n(ffn_c[static_cast<size_t>(r)].pre, hc, pre_mix.begin() + r * hc);
+                 config_.hc_sinkhorn_iters, config_.hc_eps, config_.norm_eps, coefficients(ffn_c));
+  ops_->hc_collapse(x, attn_pre.data(), hc, u.view());
+  ops_->rms_norm(u.view(), w.ffn_norm.data(), config_.norm_eps, u.view());
+  moe(layer, &ctx, u.view(), y.view());
+  ops_->hc_expand(y.view(), x, coefficients(ffn_c), hc, next.view());
+  ops_->copy(next.data(), x.data, T * x.cols);
+  pre_mix = Buffer(*ops_, T, hc);
+  ops_->copy_2d(ffn_c.data(), kCoefficientFloats, pre_mix.data(), hc, hc, T);
+}
+
+Buffer Model::initial_pre_mix(int64_t rows) const {
+  std::vector<float> pre(static_cast<size_t>(rows * config_.hc_mult), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) pre[static_cast<size_t>(r * config_.hc_mult)] = 1.0f;
+  return backend::upload_rows(*ops_, pre, config_.hc_mult);
 }
 
 void Model::final_logits(ConstRowsView x,
-                         const std::vector<float>& pre_mix,
+                         const Buffer& pre_mix,
                          const std::vector<int64_t>& rows,
                          std::vector<float>& logits,
                          std::vector<float>* final_hidden) const {
   const int64_t n = static_cast<int64_t>(rows.size()), dim = config_.dim;
-  std::vector<float> xs(static_cast<size_t>(n * x.cols)),
-      pre(static_cast<size_t>(n * config_.hc_mult));
-  for (int64_t i = 0; i < n; ++i) {
-    std::copy_n(x.row(rows[static_cast<size_t>(i)]), x.cols, xs.begin() + i * x.cols);
-    std::copy_n(pre_mix.begin() + rows[static_cast<size_t>(i)] * config_.hc_mult, config_.hc_mult,
-                pre.begin() + i * config_.hc_mult);
-  }
-  std::vector<float> h(static_cast<size_t>(n * dim)), hn(static_cast<size_t>(n * dim));
-  ops_->hc_collapse(ConstRowsView(xs.data(), n, x.cols), pre.data(), config_.hc_mult,
-                    RowsView{h.data(), n, dim});
-  if (final_hidden) *final_hidden = h;
-  ops_->rms_norm(ConstRowsView(h.data(), n, dim), weights_.norm.data(), config_.norm_eps,
-                 RowsView{hn.data(), n, dim});
-  logits.resize(static_cast<size_t>(n * config_.vocab_size));
-  ops_->linear(ConstRowsView(hn.data(), n, dim), weights_.head,
-               RowsView{logits.data(), n, config_.vocab_size}, /*round_bf16=*/false);
+  Buffer xs(*ops_, n, x.cols), pre(*ops_, n, config_.hc_mult);
+  ops_->gather_rows(x, rows.data(), xs.view());
+  ops_->gather_rows(pre_mix.view(), rows.data(), pre.view());
+  Buffer h(*ops_, n, dim), hn(*ops_, n, dim), out(*ops_, n, config_.vocab_size);
+  ops_->hc_collapse(xs.view(), pre.data(), config_.hc_mult, h.view());
+  if (final_hidden) *final_hidden = h.to_host();
+  ops_->rms_norm(h.view(), weights_.norm.data(), config_.norm_eps, hn.view());
+  ops_->linear(hn.view(), weights_.head, out.view(), /*round_bf16=*/false);
+  logits = out.to_host();
 }
 
 void Model::end_forward(ForwardContext& ctx) const {
@@ -257,12 +249,10 @@ Status Model::forward(ForwardContext& ctx,
     }
   }
   const int64_t width = static_cast<int64_t>(config_.hc_mult) * config_.dim;
-  std::vector<float> x(static_cast<size_t>(ctx.num_rows * width));
-  RowsView xv{x.data(), ctx.num_rows, width};
+  Buffer x(*ops_, ctx.num_rows, width);
+  RowsView xv = x.view();
   embed(ctx, xv);
-  std::vector<float> pre_mix(static_cast<size_t>(ctx.num_rows * config_.hc_mult), 0.0f);
-  for (int64_t r = 0; r < ctx.num_rows; ++r)
-    pre_mix[static_cast<size_t>(r * config_.hc_mult)] = 1.0f;
+  Buffer pre_mix = initial_pre_mix(ctx.num_rows);
   // Bounded replay narrows the rows after the last KV source to each prompt's tail.
   ForwardContext tail;
   std::vector<int64_t> kept;  // original row of each row of `tail`
@@ -275,9 +265,12 @@ Status Model::forward(ForwardContext& ctx,
     if (replay && l == late) {
       kept = narrow_to_replay_tail(ctx, tail);
       active = &tail;
-      x = gather_rows(x, width, kept);
-      pre_mix = gather_rows(pre_mix, config_.hc_mult, kept);
-      xv = RowsView{x.data(), tail.num_rows, width};
+      Buffer tx(*ops_, tail.num_rows, width), tp(*ops_, tail.num_rows, config_.hc_mult);
+      ops_->gather_rows(x.view(), kept.data(), tx.view());
+      ops_->gather_rows(pre_mix.view(), kept.data(), tp.view());
+      x = std::move(tx);
+      pre_mix = std::move(tp);
+      xv = x.view();
     }
     if (weights_.layers[static_cast<size_t>(l)].engram) apply_engram(l, *active, xv);
     record_dspark_input(l, *active, xv);
@@ -303,10 +296,13 @@ void Model::record_dspark_input(int layer, ForwardContext& ctx, ConstRowsView x)
   // DSpark reads the mean over copies of its target layers' block inputs (bf16).
   const int64_t t = it - targets.begin();
   const int64_t nt = static_cast<int64_t>(targets.size());
+  std::vector<float> host(static_cast<size_t>(x.rows * x.cols));
+  ops_->download(x.data, host.data(), x.rows * x.cols);
   for (int64_t r = 0; r < ctx.num_rows; ++r) {
     for (int64_t d = 0; d < config_.dim; ++d) {
       float s = 0;
-      for (int k = 0; k < config_.hc_mult; ++k) s += x.row(r)[k * config_.dim + d];
+      for (int k = 0; k < config_.hc_mult; ++k)
+        s += host[static_cast<size_t>(r * x.cols + k * config_.dim + d)];
       ctx.main_hidden[static_cast<size_t>((r * nt + t) * config_.dim + d)] =
           round_bf16(s / static_cast<float>(config_.hc_mult));
     }

@@ -5,6 +5,7 @@
 // logits do not depend on how its sequence was chunked or what else is in the batch.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,17 @@
 #include "model/weights/checkpoint.h"
 
 namespace di::model {
+
+using backend::Buffer;
+
+// HcCoefficients rows held in a Buffer of this many columns; `pre` is the first member, so a
+// strided copy of the first hc columns extracts it.
+inline constexpr int64_t kCoefficientFloats =
+    static_cast<int64_t>(sizeof(backend::HcCoefficients) / sizeof(float));
+static_assert(offsetof(backend::HcCoefficients, pre) == 0);
+inline backend::HcCoefficients* coefficients(const Buffer& b) {
+  return reinterpret_cast<backend::HcCoefficients*>(b.data());
+}
 
 struct DraftResult {
   std::vector<int32_t> tokens;    // [block_size + 1]: the input token, then the drafts
@@ -42,6 +54,8 @@ class Model {
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
+  // The backend the model computes on; its memory holds the activations and the state pools.
+  const backend::Ops& ops() const { return *ops_; }
 
   // Full forward over ctx's chunks. logits_rows selects rows (of ctx) whose logits are written to
   // `logits` ([logits_rows.size(), vocab] f32). Advances every sequence.
@@ -53,11 +67,13 @@ class Model {
   Status begin_forward(ForwardContext& ctx) const;          // rows, positions, pages, Engram hashes
   void embed(const ForwardContext& ctx, RowsView x) const;  // x: [rows, hc * dim]
   void apply_engram(int layer, const ForwardContext& ctx, RowsView x) const;
-  // One block (attention site + FFN site). pre_mix [rows, hc] is the previous site's collapse
-  // weights on entry and this block's FFN `pre` on exit.
-  void run_block(int layer, ForwardContext& ctx, RowsView x, std::vector<float>& pre_mix) const;
+  // One block (attention site + FFN site) on x in backend memory. pre_mix [rows, hc] is the
+  // previous site's collapse weights on entry and this block's FFN `pre` on exit.
+  void run_block(int layer, ForwardContext& ctx, RowsView x, backend::Buffer& pre_mix) const;
+  // The collapse weights before the first block: copy 0 only.
+  backend::Buffer initial_pre_mix(int64_t rows) const;
   void final_logits(ConstRowsView x,
-                    const std::vector<float>& pre_mix,
+                    const backend::Buffer& pre_mix,
                     const std::vector<int64_t>& rows,
                     std::vector<float>& logits,
                     std::vector<float>* final_hidden = nullptr) const;
@@ -86,14 +102,14 @@ class Model {
   void project_qkv(int layer,
                    const ForwardContext& ctx,
                    ConstRowsView u,
-                   std::vector<float>& qr,
-                   std::vector<float>& q,
-                   std::vector<float>& kv) const;
+                   Buffer& qr,
+                   Buffer& q,
+                   Buffer& kv) const;
   // Sink softmax attention of q over per-query key lists ([T, n_keys]); returns [T, H * D].
-  std::vector<float> attend(int layer,
-                            const std::vector<float>& q,
-                            const std::vector<const float*>& keys,
-                            int64_t n_keys) const;
+  Buffer attend(int layer,
+                const Buffer& q,
+                const std::vector<const float*>& keys,
+                int64_t n_keys) const;
   void moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView out) const;
   void seed_dspark(ForwardContext& ctx) const;
   void record_dspark_input(int layer, ForwardContext& ctx, ConstRowsView x) const;

@@ -26,8 +26,8 @@ void run_expert(const backend::Ops& ops,
                 float limit,
                 RowsView y) {
   const int64_t n = x.rows, inter = e.w1.out_features;
-  std::vector<float> g(static_cast<size_t>(n * inter)), u(static_cast<size_t>(n * inter));
-  RowsView gv{g.data(), n, inter}, uv{u.data(), n, inter};
+  Buffer g(ops, n, inter), u(ops, n, inter);
+  RowsView gv = g.view(), uv = u.view();
   ops.linear(x, e.w1, gv, true);
   ops.linear(x, e.w3, uv, true);
   ops.swiglu(gv, uv, row_weight, limit, gv);
@@ -39,8 +39,10 @@ void run_expert(const backend::Ops& ops,
 std::vector<float> Model::router_margins(ConstRowsView u,
                                          const MoeWeights& m,
                                          const backend::RouteParams& p) const {
-  std::vector<float> raw(static_cast<size_t>(u.rows * p.num_experts)), gaps;
-  ops_->linear(u, m.gate, RowsView{raw.data(), u.rows, p.num_experts}, false);
+  Buffer raw_d(*ops_, u.rows, p.num_experts);
+  ops_->linear(u, m.gate, raw_d.view(), false);
+  const std::vector<float> raw = raw_d.to_host();
+  std::vector<float> gaps;
   for (int64_t r = 0; r < u.rows; ++r) {
     std::vector<float> biased(static_cast<size_t>(p.num_experts));
     for (int e = 0; e < p.num_experts; ++e) {
@@ -75,8 +77,11 @@ void Model::moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView 
     ctx->trace->moe_gap[layer] = router_margins(u, m, p);
   }
 
-  std::vector<float> acc(static_cast<size_t>(T * dim), 0.0f);
-  std::vector<float> xs, ws, ys;
+  // The combine in the reference's order: routed experts' rows added into an fp32 accumulator in
+  // expert index order, then the shared expert, one bf16 rounding.
+  Buffer acc(*ops_, T, dim);
+  ops_->fill(acc.data(), 0.0f, T * dim);
+  std::vector<float> ws;
   std::vector<int64_t> rows;
   for (int e = 0; e < p.num_experts; ++e) {
     rows.clear();
@@ -91,25 +96,15 @@ void Model::moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView 
     }
     if (rows.empty()) continue;
     const int64_t n = static_cast<int64_t>(rows.size());
-    xs.resize(static_cast<size_t>(n * dim));
-    ys.resize(static_cast<size_t>(n * dim));
-    for (int64_t i = 0; i < n; ++i)
-      std::copy_n(u.row(rows[static_cast<size_t>(i)]), dim, xs.begin() + i * dim);
-    run_expert(*ops_, m.experts[static_cast<size_t>(e)], ConstRowsView(xs.data(), n, dim),
-               ws.data(), config_.swiglu_limit, RowsView{ys.data(), n, dim});
-    for (int64_t i = 0; i < n; ++i) {
-      float* a = acc.data() + rows[static_cast<size_t>(i)] * dim;
-      for (int64_t d = 0; d < dim; ++d) a[d] += ys[static_cast<size_t>(i * dim + d)];
-    }
+    Buffer xs(*ops_, n, dim), ys_d(*ops_, n, dim);
+    ops_->gather_rows(u, rows.data(), xs.view());
+    run_expert(*ops_, m.experts[static_cast<size_t>(e)], xs.view(), ws.data(), config_.swiglu_limit,
+               ys_d.view());
+    ops_->add_rows(ys_d.view(), rows.data(), acc.view());
   }
-  ys.resize(static_cast<size_t>(T * dim));
-  run_expert(*ops_, m.shared, u, nullptr, config_.swiglu_limit, RowsView{ys.data(), T, dim});
-  for (int64_t r = 0; r < T; ++r) {
-    for (int64_t d = 0; d < dim; ++d) {
-      out.row(r)[d] =
-          round_bf16(acc[static_cast<size_t>(r * dim + d)] + ys[static_cast<size_t>(r * dim + d)]);
-    }
-  }
+  Buffer shared(*ops_, T, dim);
+  run_expert(*ops_, m.shared, u, nullptr, config_.swiglu_limit, shared.view());
+  ops_->add_round_bf16(acc.view(), shared.view(), out);
 }
 
 }  // namespace di::model

@@ -9,12 +9,16 @@
 
 namespace di::model {
 
-PagedRowPool::PagedRowPool(int64_t num_pages, int rows_per_page, int width)
+PagedRowPool::PagedRowPool(const backend::Memory& memory,
+                           int64_t num_pages,
+                           int rows_per_page,
+                           int width)
     : num_pages_(num_pages),
       rows_per_page_(rows_per_page),
       width_(width),
-      data_(static_cast<size_t>(num_pages * rows_per_page * width), 0.0f),
+      data_(memory, num_pages * rows_per_page, width),
       refs_(static_cast<size_t>(num_pages), 0) {
+  if (data_.data()) memory.fill(data_.data(), 0.0f, data_.size());
   free_.reserve(static_cast<size_t>(num_pages));
   for (int64_t p = num_pages - 1; p >= 0; --p) free_.push_back(static_cast<int32_t>(p));
 }
@@ -32,7 +36,9 @@ void PagedRowPool::release_page(int32_t page) {
   if (--refs_[static_cast<size_t>(page)] == 0) free_.push_back(page);
 }
 
-Expected<StatePool> StatePool::create(const ModelConfig& config, const StatePoolOptions& options) {
+Expected<StatePool> StatePool::create(const ModelConfig& config,
+                                      const StatePoolOptions& options,
+                                      const backend::Memory& memory) {
   if (options.max_sequences <= 0 || options.max_tokens <= 0 || options.entries_per_page <= 0) {
     return invalid_argument(
         "state pool: max_sequences, max_tokens and entries_per_page must be > 0");
@@ -40,18 +46,25 @@ Expected<StatePool> StatePool::create(const ModelConfig& config, const StatePool
   StatePool pool;
   pool.config_ = config;
   pool.options_ = options;
+  pool.memory_ = &memory;
   pool.num_ring_layers_ = config.num_total_layers();
-  pool.windows_.assign(static_cast<size_t>(options.max_sequences) * pool.num_ring_layers_ *
-                           config.window_size * config.head_dim,
-                       0.0f);
+  pool.windows_ = backend::Buffer(
+      memory,
+      static_cast<int64_t>(options.max_sequences) * pool.num_ring_layers_ * config.window_size,
+      config.head_dim);
+  if (!pool.windows_.data()) return resource_exhausted("state pool: out of backend memory");
+  memory.fill(pool.windows_.data(), 0.0f, pool.windows_.size());
   for (int s : config.kv_source_layers) {
     const int ratio = config.compress_ratios[s];
     // Each live sequence can waste at most one partly filled page per stream.
     const int64_t entries = options.max_tokens / ratio;
     const int64_t pages =
         (entries + options.entries_per_page - 1) / options.entries_per_page + options.max_sequences;
-    pool.compressed_kv_.emplace_back(pages, options.entries_per_page, config.head_dim);
-    pool.index_keys_.emplace_back(pages, options.entries_per_page, config.index_head_dim);
+    pool.compressed_kv_.emplace_back(memory, pages, options.entries_per_page, config.head_dim);
+    pool.index_keys_.emplace_back(memory, pages, options.entries_per_page, config.index_head_dim);
+    if (!pool.compressed_kv_.back().has_memory() || !pool.index_keys_.back().has_memory()) {
+      return resource_exhausted("state pool: out of backend memory");
+    }
   }
   for (int i = options.max_sequences - 1; i >= 0; --i) pool.free_slots_.push_back(i);
   return pool;
@@ -183,13 +196,11 @@ int64_t StatePool::window_floats() const {
 }
 
 void StatePool::save_windows(const SequenceState& seq, float* dst) const {
-  std::memcpy(dst, windows_.data() + seq.slot * window_floats(),
-              static_cast<size_t>(window_floats()) * sizeof(float));
+  memory_->download(windows_.data() + seq.slot * window_floats(), dst, window_floats());
 }
 
 void StatePool::load_windows(const SequenceState& seq, const float* src) {
-  std::memcpy(windows_.data() + seq.slot * window_floats(), src,
-              static_cast<size_t>(window_floats()) * sizeof(float));
+  memory_->upload(src, windows_.data() + seq.slot * window_floats(), window_floats());
 }
 
 int StatePool::stream_of_layer(int kv_source_layer) const {
@@ -200,7 +211,7 @@ int StatePool::stream_of_layer(int kv_source_layer) const {
 }
 
 int64_t StatePool::bytes() const {
-  int64_t total = static_cast<int64_t>(windows_.size()) * 4;
+  int64_t total = windows_.size() * 4;
   for (size_t i = 0; i < compressed_kv_.size(); ++i) {
     total += compressed_kv_[i].num_pages() * compressed_kv_[i].rows_per_page() *
              (config_.head_dim + config_.index_head_dim) * 4;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "backend/memory.h"
 #include "model/config.h"
 #include "model/engram/ngram_hasher.h"
 #include "util/status.h"
@@ -21,7 +22,8 @@ namespace di::model {
 class PagedRowPool {
  public:
   PagedRowPool() = default;
-  PagedRowPool(int64_t num_pages, int rows_per_page, int width);
+  // Rows live in `memory` (the backend's), zero-filled.
+  PagedRowPool(const backend::Memory& memory, int64_t num_pages, int rows_per_page, int width);
   std::optional<int32_t> allocate_page();  // reference count 1
   void retain_page(int32_t page) { ++refs_[static_cast<size_t>(page)]; }
   void release_page(int32_t page);
@@ -30,6 +32,7 @@ class PagedRowPool {
     return data_.data() + (static_cast<int64_t>(page) * rows_per_page_ + offset) * width_;
   }
   int rows_per_page() const { return rows_per_page_; }
+  bool has_memory() const { return data_.data() != nullptr; }
   int64_t num_free_pages() const { return static_cast<int64_t>(free_.size()); }
   int64_t num_pages() const { return num_pages_; }
 
@@ -37,7 +40,7 @@ class PagedRowPool {
   int64_t num_pages_ = 0;
   int rows_per_page_ = 0;
   int width_ = 0;
-  std::vector<float> data_;
+  backend::Buffer data_;
   std::vector<int32_t> free_;
   std::vector<int32_t> refs_;
 };
@@ -70,7 +73,11 @@ struct StatePoolOptions {
 
 class StatePool {
  public:
-  static Expected<StatePool> create(const ModelConfig& config, const StatePoolOptions& options);
+  // Rows (windows, compressed KV, index keys) live in `memory`, the backend's (the model's ops):
+  // their pointers are backend memory, moved only through `memory`.
+  static Expected<StatePool> create(const ModelConfig& config,
+                                    const StatePoolOptions& options,
+                                    const backend::Memory& memory);
 
   // A fresh, empty sequence, or kResourceExhausted when every slot is taken.
   Expected<SequenceState> create_sequence();
@@ -98,7 +105,8 @@ class StatePool {
   Status adopt_prefix(SequenceState& seq,
                       const std::vector<std::vector<int32_t>>& pages,
                       int64_t num_tokens);
-  // The window rings of one sequence slot (all layers) as one block of window_floats() floats.
+  // The window rings of one sequence slot (all layers) as one block of window_floats() floats,
+  // copied to and from host memory.
   int64_t window_floats() const;
   void save_windows(const SequenceState& seq, float* dst) const;
   void load_windows(const SequenceState& seq, const float* src);
@@ -115,8 +123,9 @@ class StatePool {
  private:
   ModelConfig config_;
   StatePoolOptions options_;
+  const backend::Memory* memory_ = nullptr;
   int num_ring_layers_ = 0;
-  std::vector<float> windows_;  // [max_sequences, num_ring_layers, window_size, head_dim]
+  backend::Buffer windows_;  // [max_sequences, num_ring_layers, window_size, head_dim]
   std::vector<PagedRowPool> compressed_kv_;  // per stream: rows of head_dim
   std::vector<PagedRowPool> index_keys_;     // per stream: rows of index_head_dim
   std::vector<int32_t> free_slots_;

@@ -7,6 +7,7 @@
 #include "kernels/ref/gemm.h"
 #include "kernels/ref/hyper_connection.h"
 #include "kernels/ref/quant.h"
+#include "tensor/numeric.h"
 
 namespace di::backend {
 
@@ -170,6 +171,19 @@ void CpuOps::engram_gate(
 void CpuOps::softmax_pool(
     const float* kv, const float* score, int group, int64_t dim, float* out) const {
   kernels::softmax_pool_channels(kv, score, group, dim, out);
+}
+
+void CpuOps::add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const {
+  for (int64_t i = 0; i < src.rows; ++i) {
+    float* d = dst.row(rows[i]);
+    const float* s = src.row(i);
+    for (int64_t c = 0; c < src.cols; ++c) d[c] += s[c];
+  }
+}
+
+void CpuOps::add_round_bf16(ConstRowsView a, ConstRowsView b, RowsView out) const {
+  const int64_t n = a.rows * a.cols;
+  for (int64_t i = 0; i < n; ++i) out.data[i] = round_bf16(a.data[i] + b.data[i]);
 }
 
 }  // namespace di::backend

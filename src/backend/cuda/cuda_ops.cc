@@ -70,6 +70,7 @@ struct CudaOps::Impl {
   std::unordered_map<const uint8_t*, CachedWeight> weights;
   CudaGemm gemm = CudaGemm::kExact;
   Status error;
+  uint64_t host_syncs = 0;
 
   ~Impl() {
     if (stream) (void)cudaStreamDestroy(stream);
@@ -154,17 +155,32 @@ struct CudaOps::Impl {
     return {};
   }
 
-  // Runs one op's staging and kernels, waits for the stream, releases the scratch, and latches
-  // the first error.
+  // A per-layer constant given as a host pointer (norm weights, sinks, biases, RoPE
+  // frequencies): uploaded once and cached by address like the weights.
+  Expected<const float*> constant(const float* host, int64_t count) {
+    const WeightView w{WeightFormat::kF32, 1, count, reinterpret_cast<const uint8_t*>(host),
+                       nullptr};
+    DI_ASSIGN_OR_RETURN(cuda::DeviceWeight d, weight(w));
+    return reinterpret_cast<const float*>(d.data);
+  }
+
+  // Enqueues one op (its metadata uploads and kernels; activations are already on the device),
+  // releases its scratch, and latches the first error. No wait: the scratch is reused only by
+  // later work on the same stream, and pageable uploads are staged before cudaMemcpyAsync
+  // returns.
   template <class F>
   void run(const char* op, F&& body) {
     std::lock_guard<std::mutex> lock(mu);
     if (!error.ok()) return;
     const size_t mark = arena->scratch_mark();
     Status s = body();
-    if (s.ok()) s = cuda::cuda_status(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     arena->scratch_reset(mark);
     if (!s.ok()) error = s.with_context(std::string("cuda ") + op);
+  }
+  // Waits for the stream (a download); counted for the benchmark.
+  Status sync() {
+    ++host_syncs;
+    return cuda::cuda_status(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   }
 };
 
@@ -201,6 +217,13 @@ Expected<std::unique_ptr<CudaOps>> CudaOps::create(ThreadPool& /*pool*/,
   impl->gemm = options.gemm;
   DI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking));
   DI_ASSIGN_OR_RETURN(impl->arena, cuda::DeviceArena::create(options.arena_bytes));
+  // Activations come from the stream-ordered pool; keeping what it reserved makes allocation
+  // inside a step a free-list operation, not a cudaMalloc.
+  cudaMemPool_t mem_pool = nullptr;
+  DI_CUDA_RETURN_IF_ERROR(cudaDeviceGetDefaultMemPool(&mem_pool, options.device));
+  uint64_t keep = UINT64_MAX;
+  DI_CUDA_RETURN_IF_ERROR(
+      cudaMemPoolSetAttribute(mem_pool, cudaMemPoolAttrReleaseThreshold, &keep));
   return std::unique_ptr<CudaOps>(new CudaOps(std::move(impl)));
 }
 
@@ -212,45 +235,125 @@ Status CudaOps::status() const {
   return impl_->error;
 }
 
+uint64_t CudaOps::host_syncs() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->host_syncs;
+}
+
+// --- backend memory: device memory from the stream-ordered pool ---
+
+float* CudaOps::allocate(int64_t count) const {
+  Impl& m = *impl_;
+  float* p = nullptr;
+  m.run("allocate", [&]() -> Status {
+    void* raw = nullptr;
+    DI_CUDA_RETURN_IF_ERROR(cudaMallocAsync(
+        &raw, sizeof(float) * static_cast<size_t>(std::max<int64_t>(count, 1)), m.stream));
+    p = static_cast<float*>(raw);
+    return {};
+  });
+  return p;
+}
+
+void CudaOps::deallocate(float* p) const {
+  if (!p) return;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  (void)cudaFreeAsync(p, impl_->stream);
+}
+
+void CudaOps::upload(const float* host, float* dst, int64_t count) const {
+  Impl& m = *impl_;
+  m.run("upload", [&]() -> Status {
+    if (count <= 0 || !dst) return {};
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, host, sizeof(float) * static_cast<size_t>(count),
+                                            cudaMemcpyHostToDevice, m.stream));
+    return {};
+  });
+}
+
+void CudaOps::download(const float* src, float* host, int64_t count) const {
+  Impl& m = *impl_;
+  m.run("download", [&]() -> Status {
+    if (count <= 0) return {};
+    if (!src) return Status(StatusCode::kInternal, "download from a null buffer");
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host, src, sizeof(float) * static_cast<size_t>(count),
+                                            cudaMemcpyDeviceToHost, m.stream));
+    return m.sync();
+  });
+}
+
+void CudaOps::copy_2d(const float* src,
+                      int64_t src_stride,
+                      float* dst,
+                      int64_t dst_stride,
+                      int64_t width,
+                      int64_t rows) const {
+  Impl& m = *impl_;
+  m.run("copy_2d", [&]() -> Status {
+    if (width <= 0 || rows <= 0) return {};
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(
+        dst, sizeof(float) * static_cast<size_t>(dst_stride), src,
+        sizeof(float) * static_cast<size_t>(src_stride), sizeof(float) * static_cast<size_t>(width),
+        static_cast<size_t>(rows), cudaMemcpyDeviceToDevice, m.stream));
+    return {};
+  });
+}
+
+void CudaOps::fill(float* dst, float value, int64_t count) const {
+  if (value != 0.0f || std::signbit(value)) {
+    Ops::fill(dst, value, count);
+    return;
+  }
+  Impl& m = *impl_;
+  m.run("fill", [&]() -> Status {
+    if (count <= 0 || !dst) return {};
+    DI_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(dst, 0, sizeof(float) * static_cast<size_t>(count), m.stream));
+    return {};
+  });
+}
+
+void CudaOps::gather_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const {
+  Impl& m = *impl_;
+  m.run("gather_rows", [&]() -> Status {
+    DI_ASSIGN_OR_RETURN(const int64_t* dr, m.upload(rows, static_cast<size_t>(dst.rows)));
+    DI_CUDA_RETURN_IF_ERROR(
+        cuda::gather_rows(src.data, src.cols, dr, dst.rows, dst.data, m.stream));
+    return {};
+  });
+}
+
+// --- ops: activations are device pointers; weights and per-layer constants are cached uploads;
+// metadata (positions, visible counts, key pointer tables, row weights) is uploaded per call ---
+
 void CudaOps::linear(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16) const {
   Impl& m = *impl_;
-  m.run("linear", [&]() -> Status {
-    DI_ASSIGN_OR_RETURN(const float* dx, m.upload(x.data, static_cast<size_t>(x.rows * x.cols)));
-    DI_ASSIGN_OR_RETURN(float* dy, m.scratch<float>(static_cast<size_t>(y.rows * y.cols)));
-    DI_RETURN_IF_ERROR(m.linear(dx, x.rows, x.cols, w, dy, round_bf16));
-    return m.download(y.data, dy, static_cast<size_t>(y.rows * y.cols));
-  });
+  m.run("linear",
+        [&]() -> Status { return m.linear(x.data, x.rows, x.cols, w, y.data, round_bf16); });
 }
 
 void CudaOps::rms_norm(ConstRowsView x, const float* w, float eps, RowsView y) const {
   Impl& m = *impl_;
   m.run("rms_norm", [&]() -> Status {
-    const size_t n = static_cast<size_t>(x.rows * x.cols);
-    DI_ASSIGN_OR_RETURN(const float* dx, m.upload(x.data, n));
-    DI_ASSIGN_OR_RETURN(const float* dw, m.upload(w, static_cast<size_t>(x.cols)));
-    DI_ASSIGN_OR_RETURN(float* dy, m.scratch<float>(n));
-    DI_CUDA_RETURN_IF_ERROR(cuda::rms_norm(dx, x.rows, x.cols, dw, eps, dy, m.stream));
-    return m.download(y.data, dy, n);
+    DI_ASSIGN_OR_RETURN(const float* dw, m.constant(w, x.cols));
+    DI_CUDA_RETURN_IF_ERROR(cuda::rms_norm(x.data, x.rows, x.cols, dw, eps, y.data, m.stream));
+    return {};
   });
 }
 
 void CudaOps::fake_quant_fp8(RowsView x, int block) const {
   Impl& m = *impl_;
   m.run("fake_quant_fp8", [&]() -> Status {
-    const size_t n = static_cast<size_t>(x.rows * x.cols);
-    DI_ASSIGN_OR_RETURN(float* dx, m.upload(x.data, n));
-    DI_CUDA_RETURN_IF_ERROR(cuda::fake_quant_fp8(dx, x.rows, x.cols, block, m.stream));
-    return m.download(x.data, dx, n);
+    DI_CUDA_RETURN_IF_ERROR(cuda::fake_quant_fp8(x.data, x.rows, x.cols, block, m.stream));
+    return {};
   });
 }
 
 void CudaOps::fake_quant_fp4(RowsView x, Fp4ScaleKind kind) const {
   Impl& m = *impl_;
   m.run("fake_quant_fp4", [&]() -> Status {
-    const size_t n = static_cast<size_t>(x.rows * x.cols);
-    DI_ASSIGN_OR_RETURN(float* dx, m.upload(x.data, n));
-    DI_CUDA_RETURN_IF_ERROR(cuda::fake_quant_fp4(dx, x.rows, x.cols, kind, m.stream));
-    return m.download(x.data, dx, n);
+    DI_CUDA_RETURN_IF_ERROR(cuda::fake_quant_fp4(x.data, x.rows, x.cols, kind, m.stream));
+    return {};
   });
 }
 
@@ -263,20 +366,21 @@ void CudaOps::rope(RowsView x,
                    bool inverse) const {
   Impl& m = *impl_;
   m.run("rope", [&]() -> Status {
-    const size_t n = static_cast<size_t>(x.rows * x.cols);
-    DI_ASSIGN_OR_RETURN(float* dx, m.upload(x.data, n));
     DI_ASSIGN_OR_RETURN(const int64_t* dp, m.upload(positions, static_cast<size_t>(x.rows)));
-    DI_ASSIGN_OR_RETURN(const float* df, m.upload(table.inv_freq.data(), table.inv_freq.size()));
-    DI_CUDA_RETURN_IF_ERROR(cuda::rope(dx, x.rows, x.cols, num_heads, head_dim, rope_offset, dp, df,
-                                       static_cast<int>(table.inv_freq.size()), inverse, m.stream));
-    return m.download(x.data, dx, n);
+    DI_ASSIGN_OR_RETURN(const float* df, m.constant(table.inv_freq.data(),
+                                                    static_cast<int64_t>(table.inv_freq.size())));
+    DI_CUDA_RETURN_IF_ERROR(cuda::rope(x.data, x.rows, x.cols, num_heads, head_dim, rope_offset, dp,
+                                       df, static_cast<int>(table.inv_freq.size()), inverse,
+                                       m.stream));
+    return {};
   });
 }
 
 void CudaOps::sparse_attention(const SparseAttentionArgs& a) const {
   Impl& m = *impl_;
   m.run("sparse_attention", [&]() -> Status {
-    // Host key pointers become indices into one gathered table of distinct rows.
+    // The key pointers (device rows of the pool and of this step) become indices into one
+    // gathered table of distinct rows; only pointer values are read on the host.
     std::unordered_map<const float*, int32_t> row_of;
     std::vector<const float*> rows;
     const size_t slots = static_cast<size_t>(a.num_queries * a.num_keys);
@@ -291,42 +395,32 @@ void CudaOps::sparse_attention(const SparseAttentionArgs& a) const {
       if (fresh) rows.push_back(k);
       index[i] = it->second;
     }
-    std::vector<float> table(rows.size() * static_cast<size_t>(a.head_dim));
-    for (size_t r = 0; r < rows.size(); ++r) {
-      std::memcpy(table.data() + r * a.head_dim, rows[r], sizeof(float) * a.head_dim);
-    }
-    const size_t qn = static_cast<size_t>(a.num_queries * a.num_heads * a.head_dim);
-    DI_ASSIGN_OR_RETURN(const float* dq, m.upload(a.q, qn));
-    DI_ASSIGN_OR_RETURN(const float* dkv, m.upload(table.data(), table.size()));
+    DI_ASSIGN_OR_RETURN(const float* const* dptrs, m.upload(rows.data(), rows.size()));
+    DI_ASSIGN_OR_RETURN(float* dkv,
+                        m.scratch<float>(rows.size() * static_cast<size_t>(a.head_dim)));
+    DI_CUDA_RETURN_IF_ERROR(cuda::gather_pointed_rows(dptrs, static_cast<int64_t>(rows.size()),
+                                                      a.head_dim, dkv, m.stream));
     DI_ASSIGN_OR_RETURN(const int32_t* di, m.upload(index.data(), index.size()));
-    DI_ASSIGN_OR_RETURN(const float* ds, m.upload(a.sink, static_cast<size_t>(a.num_heads)));
-    DI_ASSIGN_OR_RETURN(float* dout, m.scratch<float>(qn));
-    DI_CUDA_RETURN_IF_ERROR(cuda::sparse_attention(dq, a.num_queries, a.num_heads, a.head_dim, dkv,
-                                                   di, a.num_keys, ds, a.softmax_scale, dout,
+    DI_ASSIGN_OR_RETURN(const float* ds, m.constant(a.sink, a.num_heads));
+    DI_CUDA_RETURN_IF_ERROR(cuda::sparse_attention(a.q, a.num_queries, a.num_heads, a.head_dim, dkv,
+                                                   di, a.num_keys, ds, a.softmax_scale, a.out,
                                                    m.stream));
-    return m.download(a.out, dout, qn);
+    return {};
   });
 }
 
 void CudaOps::index_scores(const IndexScoreArgs& a) const {
   Impl& m = *impl_;
   m.run("index_scores", [&]() -> Status {
-    std::vector<float> keys(static_cast<size_t>(a.num_keys * a.head_dim));
-    for (int64_t s = 0; s < a.num_keys; ++s) {
-      std::memcpy(keys.data() + s * a.head_dim, a.keys[s], sizeof(float) * a.head_dim);
-    }
-    const size_t qn = static_cast<size_t>(a.num_queries * a.num_heads * a.head_dim);
-    DI_ASSIGN_OR_RETURN(const float* dq, m.upload(a.q, qn));
-    DI_ASSIGN_OR_RETURN(const float* dw,
-                        m.upload(a.weights, static_cast<size_t>(a.num_queries * a.num_heads)));
-    DI_ASSIGN_OR_RETURN(const float* dk, m.upload(keys.data(), keys.size()));
+    DI_ASSIGN_OR_RETURN(const float* const* dptrs,
+                        m.upload(a.keys, static_cast<size_t>(a.num_keys)));
+    DI_ASSIGN_OR_RETURN(float* dk, m.scratch<float>(static_cast<size_t>(a.num_keys * a.head_dim)));
+    DI_CUDA_RETURN_IF_ERROR(cuda::gather_pointed_rows(dptrs, a.num_keys, a.head_dim, dk, m.stream));
     DI_ASSIGN_OR_RETURN(const int64_t* dv,
                         m.upload(a.num_visible, static_cast<size_t>(a.num_queries)));
-    const size_t sn = static_cast<size_t>(a.num_queries * a.num_keys);
-    DI_ASSIGN_OR_RETURN(float* ds, m.scratch<float>(sn));
-    DI_CUDA_RETURN_IF_ERROR(cuda::index_scores(dq, dw, a.num_queries, a.num_heads, a.head_dim, dk,
-                                               a.num_keys, dv, ds, m.stream));
-    return m.download(a.scores, ds, sn);
+    DI_CUDA_RETURN_IF_ERROR(cuda::index_scores(a.q, a.weights, a.num_queries, a.num_heads,
+                                               a.head_dim, dk, a.num_keys, dv, a.scores, m.stream));
+    return {};
   });
 }
 
@@ -349,28 +443,21 @@ void CudaOps::hc_mixes(ConstRowsView x,
     // cached like the others, and its product is dense_gemm's (the CPU's dot_f32 order).
     const WeightView fn_w{WeightFormat::kF32, mix, x.cols, reinterpret_cast<const uint8_t*>(fn),
                           nullptr};
-    DI_ASSIGN_OR_RETURN(const float* dx, m.upload(x.data, static_cast<size_t>(x.rows * x.cols)));
     DI_ASSIGN_OR_RETURN(float* raw, m.scratch<float>(static_cast<size_t>(x.rows * mix)));
-    DI_RETURN_IF_ERROR(m.linear(dx, x.rows, x.cols, fn_w, raw, /*round=*/false));
-    DI_ASSIGN_OR_RETURN(const float* dscale, m.upload(scale, 3));
-    DI_ASSIGN_OR_RETURN(const float* dbase, m.upload(base, static_cast<size_t>(mix)));
-    DI_ASSIGN_OR_RETURN(HcCoefficients * dout,
-                        m.scratch<HcCoefficients>(static_cast<size_t>(x.rows)));
-    DI_CUDA_RETURN_IF_ERROR(cuda::hc_mixes(dx, x.rows, x.cols, raw, dscale, dbase, hc,
-                                           sinkhorn_iters, hc_eps, norm_eps, dout, m.stream));
-    return m.download(out, dout, static_cast<size_t>(x.rows));
+    DI_RETURN_IF_ERROR(m.linear(x.data, x.rows, x.cols, fn_w, raw, /*round=*/false));
+    DI_ASSIGN_OR_RETURN(const float* dscale, m.constant(scale, 3));
+    DI_ASSIGN_OR_RETURN(const float* dbase, m.constant(base, mix));
+    DI_CUDA_RETURN_IF_ERROR(cuda::hc_mixes(x.data, x.rows, x.cols, raw, dscale, dbase, hc,
+                                           sinkhorn_iters, hc_eps, norm_eps, out, m.stream));
+    return {};
   });
 }
 
 void CudaOps::hc_collapse(ConstRowsView x, const float* pre, int hc, RowsView y) const {
   Impl& m = *impl_;
   m.run("hc_collapse", [&]() -> Status {
-    DI_ASSIGN_OR_RETURN(const float* dx, m.upload(x.data, static_cast<size_t>(x.rows * x.cols)));
-    DI_ASSIGN_OR_RETURN(const float* dp, m.upload(pre, static_cast<size_t>(x.rows * hc)));
-    const size_t n = static_cast<size_t>(y.rows * y.cols);
-    DI_ASSIGN_OR_RETURN(float* dy, m.scratch<float>(n));
-    DI_CUDA_RETURN_IF_ERROR(cuda::hc_collapse(dx, dp, x.rows, hc, y.cols, dy, m.stream));
-    return m.download(y.data, dy, n);
+    DI_CUDA_RETURN_IF_ERROR(cuda::hc_collapse(x.data, pre, x.rows, hc, y.cols, y.data, m.stream));
+    return {};
   });
 }
 
@@ -381,15 +468,9 @@ void CudaOps::hc_expand(ConstRowsView y,
                         RowsView out) const {
   Impl& m = *impl_;
   m.run("hc_expand", [&]() -> Status {
-    DI_ASSIGN_OR_RETURN(const float* dy, m.upload(y.data, static_cast<size_t>(y.rows * y.cols)));
-    DI_ASSIGN_OR_RETURN(
-        const float* dr,
-        m.upload(residual.data, static_cast<size_t>(residual.rows * residual.cols)));
-    DI_ASSIGN_OR_RETURN(const HcCoefficients* dc, m.upload(coeff, static_cast<size_t>(y.rows)));
-    const size_t n = static_cast<size_t>(out.rows * out.cols);
-    DI_ASSIGN_OR_RETURN(float* dout, m.scratch<float>(n));
-    DI_CUDA_RETURN_IF_ERROR(cuda::hc_expand(dy, dr, dc, y.rows, hc, y.cols, dout, m.stream));
-    return m.download(out.data, dout, n);
+    DI_CUDA_RETURN_IF_ERROR(
+        cuda::hc_expand(y.data, residual.data, coeff, y.rows, hc, y.cols, out.data, m.stream));
+    return {};
   });
 }
 
@@ -401,20 +482,21 @@ void CudaOps::moe_route(ConstRowsView x,
                         float* weights) const {
   Impl& m = *impl_;
   m.run("moe_route", [&]() -> Status {
-    DI_ASSIGN_OR_RETURN(const float* dx, m.upload(x.data, static_cast<size_t>(x.rows * x.cols)));
     DI_ASSIGN_OR_RETURN(float* raw,
                         m.scratch<float>(static_cast<size_t>(x.rows * params.num_experts)));
-    DI_RETURN_IF_ERROR(m.linear(dx, x.rows, x.cols, gate, raw, /*round=*/false));
+    DI_RETURN_IF_ERROR(m.linear(x.data, x.rows, x.cols, gate, raw, /*round=*/false));
     const float* dbias = nullptr;
     if (bias) {
-      DI_ASSIGN_OR_RETURN(dbias, m.upload(bias, static_cast<size_t>(params.num_experts)));
+      DI_ASSIGN_OR_RETURN(dbias, m.constant(bias, params.num_experts));
     }
     const size_t n = static_cast<size_t>(x.rows * params.topk);
     DI_ASSIGN_OR_RETURN(int32_t * de, m.scratch<int32_t>(n));
     DI_ASSIGN_OR_RETURN(float* dw, m.scratch<float>(n));
     DI_CUDA_RETURN_IF_ERROR(cuda::moe_route(raw, x.rows, dbias, params, de, dw, m.stream));
+    // The routing decision is host metadata (the expert loop runs on the host): one wait.
     DI_RETURN_IF_ERROR(m.download(experts, de, n));
-    return m.download(weights, dw, n);
+    DI_RETURN_IF_ERROR(m.download(weights, dw, n));
+    return m.sync();
   });
 }
 
@@ -425,16 +507,13 @@ void CudaOps::swiglu(ConstRowsView gate,
                      RowsView out) const {
   Impl& m = *impl_;
   m.run("swiglu", [&]() -> Status {
-    const size_t n = static_cast<size_t>(gate.rows * gate.cols);
-    DI_ASSIGN_OR_RETURN(const float* dg, m.upload(gate.data, n));
-    DI_ASSIGN_OR_RETURN(const float* du, m.upload(up.data, n));
     const float* drw = nullptr;
     if (row_weight) {
       DI_ASSIGN_OR_RETURN(drw, m.upload(row_weight, static_cast<size_t>(gate.rows)));
     }
-    DI_ASSIGN_OR_RETURN(float* dout, m.scratch<float>(n));
-    DI_CUDA_RETURN_IF_ERROR(cuda::swiglu(dg, du, gate.rows, gate.cols, drw, limit, dout, m.stream));
-    return m.download(out.data, dout, n);
+    DI_CUDA_RETURN_IF_ERROR(
+        cuda::swiglu(gate.data, up.data, gate.rows, gate.cols, drw, limit, out.data, m.stream));
+    return {};
   });
 }
 
@@ -443,16 +522,12 @@ void CudaOps::engram_gate(
   Impl& m = *impl_;
   m.run("engram_gate", [&]() -> Status {
     const int64_t dim = x.cols / hc;
-    const size_t n = static_cast<size_t>(x.rows * x.cols);
-    DI_ASSIGN_OR_RETURN(float* dx, m.upload(x.data, n));
-    DI_ASSIGN_OR_RETURN(const float* dkv,
-                        m.upload(kv.data, static_cast<size_t>(kv.rows * kv.cols)));
-    DI_ASSIGN_OR_RETURN(const float* dw, m.upload(qk_weight, static_cast<size_t>(hc * dim)));
+    DI_ASSIGN_OR_RETURN(const float* dw, m.constant(qk_weight, hc * dim));
     // dim**-0.5 is a Python float in the reference, rounded to fp32 where it meets a tensor.
     const float inv_sqrt_dim = static_cast<float>(std::pow(static_cast<double>(dim), -0.5));
     DI_CUDA_RETURN_IF_ERROR(
-        cuda::engram_gate(dx, dkv, dw, x.rows, hc, dim, eps, inv_sqrt_dim, m.stream));
-    return m.download(x.data, dx, n);
+        cuda::engram_gate(x.data, kv.data, dw, x.rows, hc, dim, eps, inv_sqrt_dim, m.stream));
+    return {};
   });
 }
 
@@ -460,12 +535,26 @@ void CudaOps::softmax_pool(
     const float* kv, const float* score, int group, int64_t dim, float* out) const {
   Impl& m = *impl_;
   m.run("softmax_pool", [&]() -> Status {
-    const size_t n = static_cast<size_t>(group * dim);
-    DI_ASSIGN_OR_RETURN(const float* dkv, m.upload(kv, n));
-    DI_ASSIGN_OR_RETURN(const float* ds, m.upload(score, n));
-    DI_ASSIGN_OR_RETURN(float* dout, m.scratch<float>(static_cast<size_t>(dim)));
-    DI_CUDA_RETURN_IF_ERROR(cuda::softmax_pool(dkv, ds, group, dim, dout, m.stream));
-    return m.download(out, dout, static_cast<size_t>(dim));
+    DI_CUDA_RETURN_IF_ERROR(cuda::softmax_pool(kv, score, group, dim, out, m.stream));
+    return {};
+  });
+}
+
+void CudaOps::add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const {
+  Impl& m = *impl_;
+  m.run("add_rows", [&]() -> Status {
+    DI_ASSIGN_OR_RETURN(const int64_t* dr, m.upload(rows, static_cast<size_t>(src.rows)));
+    DI_CUDA_RETURN_IF_ERROR(cuda::add_rows(src.data, src.cols, dr, src.rows, dst.data, m.stream));
+    return {};
+  });
+}
+
+void CudaOps::add_round_bf16(ConstRowsView a, ConstRowsView b, RowsView out) const {
+  Impl& m = *impl_;
+  m.run("add_round_bf16", [&]() -> Status {
+    DI_CUDA_RETURN_IF_ERROR(
+        cuda::add_round_bf16(a.data, b.data, a.rows * a.cols, out.data, m.stream));
+    return {};
   });
 }
 

@@ -1,8 +1,9 @@
-// The CUDA backend: every op of backend::Ops on one GPU. Ops still take host pointers (the
-// interface of docs/design/2026-11-29-cuda-backend.md is not yet device-resident), so each call
-// stages its activations host -> device -> host on one stream and waits for it; weights
-// (WeightView) are uploaded once into the arena and cached by address, as they are immutable for
-// the life of a model. Every op runs on the GPU (see docs/notes/cuda-kernels.md).
+// The CUDA backend: every op of backend::Ops on one GPU, on one stream. Backend memory
+// (activations, state pools) is device memory from the stream-ordered pool, so consecutive ops
+// chain on the device; the host waits only where the model downloads (the router's decision, the
+// indexer's top-k, the compressor's carry, logits), counted by host_syncs(). Weights
+// (WeightView) and per-layer constants are uploaded once into the arena and cached by address,
+// as they are immutable for the life of a model (see docs/notes/cuda-kernels.md).
 //
 // Errors: the first failing CUDA call is latched in status(); later ops do nothing.
 // One CudaOps serves one caller at a time (calls are serialized by a mutex).
@@ -42,6 +43,21 @@ class CudaOps final : public Ops {
   ~CudaOps() override;
   const char* name() const override { return "cuda"; }
   Status status() const override;
+  // Host waits so far (downloads and the router's decision).
+  uint64_t host_syncs() const override;
+
+  float* allocate(int64_t count) const override;
+  void deallocate(float* p) const override;
+  void upload(const float* host, float* dst, int64_t count) const override;
+  void download(const float* src, float* host, int64_t count) const override;
+  void copy_2d(const float* src,
+               int64_t src_stride,
+               float* dst,
+               int64_t dst_stride,
+               int64_t width,
+               int64_t rows) const override;
+  void fill(float* dst, float value, int64_t count) const override;
+  void gather_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const override;
 
   void linear(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16) const override;
   void rms_norm(ConstRowsView x, const float* w, float eps, RowsView y) const override;
@@ -86,6 +102,8 @@ class CudaOps final : public Ops {
       RowsView x, ConstRowsView kv, const float* qk_weight, int hc, float eps) const override;
   void softmax_pool(
       const float* kv, const float* score, int group, int64_t dim, float* out) const override;
+  void add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const override;
+  void add_round_bf16(ConstRowsView a, ConstRowsView b, RowsView out) const override;
 
  private:
   struct Impl;

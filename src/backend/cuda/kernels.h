@@ -79,6 +79,18 @@ cudaError_t engram_gate(float* x,
 cudaError_t softmax_pool(
     const float* kv, const float* score, int group, int64_t dim, float* out, cudaStream_t s);
 
+// --- memory.cu (copies) ---
+// dst[i] = src[rows[i]] for rows of `cols` floats (rows: device indices, n of them).
+cudaError_t gather_rows(
+    const float* src, int64_t cols, const int64_t* rows, int64_t n, float* dst, cudaStream_t s);
+// dst[i] = *ptrs[i] for n rows of `width` floats (ptrs: a device array of device pointers).
+cudaError_t gather_pointed_rows(
+    const float* const* ptrs, int64_t n, int64_t width, float* dst, cudaStream_t s);
+// dst[rows[i]] += src[i] (fp32; rows distinct) and out = bf16(a + b): the MoE combine (bitwise).
+cudaError_t add_rows(
+    const float* src, int64_t cols, const int64_t* rows, int64_t n, float* dst, cudaStream_t s);
+cudaError_t add_round_bf16(const float* a, const float* b, int64_t n, float* out, cudaStream_t s);
+
 // --- hc_mixes.cu (bitwise up to exp's last bit) ---
 // Block.hc_mixes after the mix product: raw [rows, (2+hc)*hc] holds x . fn (dense_gemm with the
 // F32 fn, unrounded); x [rows, hc_dim] gives the RMS factor. hc <= HcCoefficients::kMaxHc.

@@ -19,7 +19,8 @@ class BoundedReplay : public ::testing::Test {
     auto m = Model::load(std::string(DI_SHARED_DIR) + "/golden/v41-mini/checkpoint", ops_);
     ASSERT_TRUE(m.has_value()) << m.status().to_string();
     model_ = std::move(m).value();
-    pool_ = std::make_unique<StatePool>(StatePool::create(model_->config(), {4, 2048, 16}).value());
+    pool_ = std::make_unique<StatePool>(
+        StatePool::create(model_->config(), {4, 2048, 16}, model_->ops()).value());
     std::mt19937 rng(5);
     std::uniform_int_distribution<int32_t> d(3, model_->config().vocab_size - 1);
     for (int i = 0; i < 90; ++i) prompt_.push_back(d(rng));

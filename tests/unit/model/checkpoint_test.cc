@@ -50,7 +50,7 @@ void rewrite_checkpoint(const fs::path& dir,
 }
 
 std::vector<float> prompt_logits(Model& m, const std::vector<int32_t>& prompt) {
-  auto pool = StatePool::create(m.config(), {1, 256, 16}).value();
+  auto pool = StatePool::create(m.config(), {1, 256, 16}, m.ops()).value();
   auto seq = pool.create_sequence().value();
   ForwardContext ctx;
   ctx.pool = &pool;

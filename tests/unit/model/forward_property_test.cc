@@ -23,7 +23,7 @@ class ForwardProperty : public ::testing::TestWithParam<const char*> {
     auto m = Model::load(golden_checkpoint(GetParam()), ops_);
     ASSERT_TRUE(m.has_value()) << m.status().to_string();
     model_ = std::move(m).value();
-    auto p = StatePool::create(model_->config(), {8, 4096, 16});
+    auto p = StatePool::create(model_->config(), {8, 4096, 16}, model_->ops());
     ASSERT_TRUE(p.has_value());
     pool_ = std::make_unique<StatePool>(std::move(p).value());
   }

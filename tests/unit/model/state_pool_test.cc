@@ -16,8 +16,9 @@ ModelConfig golden_config() {
 }
 
 TEST(StatePool, SlotsAndPagesAreRecycled) {
+  const backend::HostMemory host;
   auto c = golden_config();
-  auto pool = StatePool::create(c, {2, 64, 8}).value();
+  auto pool = StatePool::create(c, {2, 64, 8}, host).value();
   auto a = pool.create_sequence().value();
   auto b = pool.create_sequence().value();
   EXPECT_NE(a.slot, b.slot);
@@ -39,17 +40,18 @@ TEST(StatePool, SlotsAndPagesAreRecycled) {
 }
 
 TEST(StatePool, ReserveFailsCleanlyWhenFull) {
+  const backend::HostMemory host;
   auto c = golden_config();
-  auto pool = StatePool::create(c, {2, 32, 8}).value();
+  auto pool = StatePool::create(c, {2, 32, 8}, host).value();
   auto a = pool.create_sequence().value();
   Status s = pool.reserve(a, 1000);
   EXPECT_FALSE(s.ok());
   EXPECT_TRUE(a.streams[0].pages.empty());  // nothing half-allocated
   c.max_seq_len = 16;
-  auto small = StatePool::create(c, {1, 64, 8}).value();
+  auto small = StatePool::create(c, {1, 64, 8}, host).value();
   auto b = small.create_sequence().value();
   EXPECT_EQ(small.reserve(b, 17).code(), StatusCode::kOutOfRange);
-  EXPECT_FALSE(StatePool::create(c, {0, 64, 8}).has_value());
+  EXPECT_FALSE(StatePool::create(c, {0, 64, 8}, host).has_value());
 }
 
 }  // namespace

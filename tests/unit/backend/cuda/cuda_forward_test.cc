@@ -53,7 +53,7 @@ class CudaForward : public ::testing::TestWithParam<const char*> {
   std::vector<float> run(Model& model,
                          const std::vector<std::vector<int32_t>>& seqs,
                          const std::vector<std::vector<std::pair<int, int>>>& steps) {
-    auto pool = StatePool::create(model.config(), {8, 4096, 16});
+    auto pool = StatePool::create(model.config(), {8, 4096, 16}, model.ops());
     EXPECT_TRUE(pool.has_value());
     std::vector<SequenceState> states;
     for (size_t i = 0; i < seqs.size(); ++i) states.push_back(pool->create_sequence().value());

@@ -31,7 +31,8 @@ class CudaTensorGemmTest : public ::testing::Test {
   std::unique_ptr<CudaOps> gpu_;
 };
 
-double relative_error(const std::vector<float>& got, const std::vector<float>& ref) {
+template <class A, class B>
+double relative_error(const A& got, const B& ref) {
   double num = 0, den = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     const double d = static_cast<double>(got[i]) - ref[i];
@@ -51,9 +52,10 @@ TEST_F(CudaTensorGemmTest, MatchesCpuWithinTolerance) {
                         Shape{200, 288, 2080}, Shape{130, 5120, 5120}}) {
     RandomWeight w = random_weight(WeightFormat::kFP8, s.out, s.in, 7);
     auto x = random_rows(static_cast<size_t>(s.rows * s.in), 11);
-    std::vector<float> cpu(static_cast<size_t>(s.rows * s.out)), gpu(cpu.size(), NAN);
+    Rows cpu(static_cast<size_t>(s.rows * s.out)), gpu(cpu.size(), NAN);
     cpu_.linear({x.data(), s.rows, s.in}, w.view, {cpu.data(), s.rows, s.out}, true);
     gpu_->linear({x.data(), s.rows, s.in}, w.view, {gpu.data(), s.rows, s.out}, true);
+    sync();
     ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
     size_t equal = 0;
     for (size_t i = 0; i < gpu.size(); ++i) equal += float_bits(gpu[i]) == float_bits(cpu[i]);
@@ -72,17 +74,19 @@ TEST_F(CudaTensorGemmTest, BatchInvariantAcrossTileConfigs) {
   const int64_t out = 160, in = 1056, rows = 300;
   RandomWeight w = random_weight(WeightFormat::kFP8, out, in, 3);
   auto x = random_rows(static_cast<size_t>(rows * in), 5);
-  std::vector<float> all(static_cast<size_t>(rows * out)), mid(static_cast<size_t>(40 * out)),
+  Rows all(static_cast<size_t>(rows * out)), mid(static_cast<size_t>(40 * out)),
       one(static_cast<size_t>(out));
   gpu_->linear({x.data(), rows, in}, w.view, {all.data(), rows, out}, true);
   for (int64_t r = 0; r < rows; r += 23) {
     gpu_->linear({x.data() + r * in, 1, in}, w.view, {one.data(), 1, out}, true);
-    expect_bitwise(one, std::vector<float>(all.begin() + r * out, all.begin() + (r + 1) * out),
+    sync();
+    expect_bitwise(one, Rows(all.begin() + r * out, all.begin() + (r + 1) * out),
                    "row alone vs in a 300-row batch");
   }
   for (int64_t r0 : {int64_t{0}, int64_t{117}, int64_t{260}}) {
     gpu_->linear({x.data() + r0 * in, 40, in}, w.view, {mid.data(), 40, out}, true);
-    expect_bitwise(mid, std::vector<float>(all.begin() + r0 * out, all.begin() + (r0 + 40) * out),
+    sync();
+    expect_bitwise(mid, Rows(all.begin() + r0 * out, all.begin() + (r0 + 40) * out),
                    "40-row batch vs in a 300-row batch");
   }
 }

@@ -46,9 +46,10 @@ TEST_F(CudaWgmmaBf16Test, MatchesCpu) {
                         Shape{300, 288, 2304}, Shape{1100, 136, 1280}}) {
     RandomWeight w = random_weight(WeightFormat::kFP8, s.out, s.in, 7);
     auto x = random_rows(static_cast<size_t>(s.rows * s.in), 11);
-    std::vector<float> cpu(static_cast<size_t>(s.rows * s.out)), gpu(cpu.size(), NAN);
+    Rows cpu(static_cast<size_t>(s.rows * s.out)), gpu(cpu.size(), NAN);
     cpu_.linear({x.data(), s.rows, s.in}, w.view, {cpu.data(), s.rows, s.out}, true);
     gpu_->linear({x.data(), s.rows, s.in}, w.view, {gpu.data(), s.rows, s.out}, true);
+    sync();
     ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
     size_t equal = 0;
     double num = 0, den = 0;
@@ -69,20 +70,23 @@ TEST_F(CudaWgmmaBf16Test, BatchInvariantThroughCudaOps) {
   const int64_t out = 160, in = 1280, rows = 1500;
   RandomWeight w = random_weight(WeightFormat::kFP8, out, in, 3);
   auto x = random_rows(static_cast<size_t>(rows * in), 5);
-  std::vector<float> all(static_cast<size_t>(rows * out));
+  Rows all(static_cast<size_t>(rows * out));
   gpu_->linear({x.data(), rows, in}, w.view, {all.data(), rows, out}, true);
+  sync();
   auto slice = [&](int64_t r0, int64_t n) {
-    return std::vector<float>(all.begin() + r0 * out, all.begin() + (r0 + n) * out);
+    return Rows(all.begin() + r0 * out, all.begin() + (r0 + n) * out);
   };
   for (int64_t r0 : {int64_t{0}, int64_t{63}, int64_t{700}, int64_t{1499}}) {
-    std::vector<float> one(static_cast<size_t>(out));
+    Rows one(static_cast<size_t>(out));
     gpu_->linear({x.data() + r0 * in, 1, in}, w.view, {one.data(), 1, out}, true);
+    sync();
     expect_bitwise(one, slice(r0, 1), "row alone vs in a 1500-row batch");
   }
   for (int64_t n : {int64_t{5}, int64_t{40}, int64_t{200}, int64_t{600}}) {
     const int64_t r0 = 117;
-    std::vector<float> part(static_cast<size_t>(n * out));
+    Rows part(static_cast<size_t>(n * out));
     gpu_->linear({x.data() + r0 * in, n, in}, w.view, {part.data(), n, out}, true);
+    sync();
     expect_bitwise(part, slice(r0, n), "batch slice vs in a 1500-row batch");
   }
 }

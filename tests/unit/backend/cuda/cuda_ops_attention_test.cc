@@ -28,7 +28,7 @@ TEST_F(CudaOpsTest, SparseAttentionMatchesCpu) {
   a.num_keys = nk;
   a.sink = sink.data();
   a.softmax_scale = 0.125f;
-  std::vector<float> cpu(q.size()), gpu(q.size(), NAN);
+  Rows cpu(q.size()), gpu(q.size(), NAN);
   a.out = cpu.data();
   cpu_.sparse_attention(a);
   a.out = gpu.data();
@@ -54,7 +54,7 @@ TEST_F(CudaOpsTest, IndexScoresMatchCpuBitwise) {
   a.keys = keys.data();
   a.num_keys = nk;
   a.num_visible = visible.data();
-  std::vector<float> cpu(static_cast<size_t>(nq * nk)), gpu(cpu.size(), NAN);
+  Rows cpu(static_cast<size_t>(nq * nk)), gpu(cpu.size(), NAN);
   a.scores = cpu.data();
   cpu_.index_scores(a);
   a.scores = gpu.data();
@@ -70,7 +70,7 @@ TEST(CudaOpsErrors, ArenaExhaustionIsAStatusNotAnAbort) {
   ASSERT_TRUE(ops.has_value()) << ops.status().to_string();
   RandomWeight w = random_weight(WeightFormat::kFP8, 2048, 1024, 1);  // 2 MiB of weights
   auto x = random_rows(1024, 2);
-  std::vector<float> y(2048);
+  Rows y(2048);
   (*ops)->linear({x.data(), 1, 1024}, w.view, {y.data(), 1, 2048}, true);
   EXPECT_EQ((*ops)->status().code(), StatusCode::kResourceExhausted)
       << (*ops)->status().to_string();

@@ -96,11 +96,12 @@ TEST_F(CudaOpsTest, HcMixesMatchCpuNearlyBitwise) {
     auto fn = random_rows(static_cast<size_t>(mix * hc_dim), 72, 0.05f);
     auto base = random_rows(static_cast<size_t>(mix), 73, 0.5f);
     const float scale[3] = {0.7f, 1.1f, 2.3f};
-    std::vector<HcCoefficients> cc(static_cast<size_t>(rows)), cg(cc.size());
+    ManagedVector<HcCoefficients> cc(static_cast<size_t>(rows)), cg(cc.size());
     cpu_.hc_mixes({x.data(), rows, hc_dim}, fn.data(), scale, base.data(), hc, 20, 1e-6f, 1e-6f,
                   cc.data());
     gpu_->hc_mixes({x.data(), rows, hc_dim}, fn.data(), scale, base.data(), hc, 20, 1e-6f, 1e-6f,
                    cg.data());
+    sync();
     ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
     std::vector<float> vc, vg;
     for (int64_t r = 0; r < rows; ++r) {
@@ -122,7 +123,7 @@ TEST_F(CudaOpsTest, SoftmaxPoolMatchesCpuNearlyBitwise) {
     const int64_t dim = 515;
     auto kv = random_rows(static_cast<size_t>(group * dim), 81);
     auto score = random_rows(static_cast<size_t>(group * dim), 82, 4.0f);
-    std::vector<float> oc(static_cast<size_t>(dim)), og(oc.size(), NAN);
+    Rows oc(static_cast<size_t>(dim)), og(oc.size(), NAN);
     cpu_.softmax_pool(kv.data(), score.data(), group, dim, oc.data());
     gpu_->softmax_pool(kv.data(), score.data(), group, dim, og.data());
     ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();

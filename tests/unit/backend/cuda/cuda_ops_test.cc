@@ -25,7 +25,7 @@ TEST_P(CudaLinear, MatchesCpuBitwise) {
   const LinearCase c = GetParam();
   RandomWeight w = random_weight(c.format, c.out, c.in, 7);
   auto x = random_rows(static_cast<size_t>(c.rows * c.in), 11);
-  std::vector<float> cpu(static_cast<size_t>(c.rows * c.out)), gpu(cpu.size(), NAN);
+  Rows cpu(static_cast<size_t>(c.rows * c.out)), gpu(cpu.size(), NAN);
   cpu_.linear({x.data(), c.rows, c.in}, w.view, {cpu.data(), c.rows, c.out}, c.round);
   gpu_->linear({x.data(), c.rows, c.in}, w.view, {gpu.data(), c.rows, c.out}, c.round);
   ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
@@ -51,11 +51,12 @@ TEST_F(CudaOpsTest, LinearIsBatchInvariant) {
   RandomWeight w = random_weight(WeightFormat::kFP8, 160, 384, 3);
   const int64_t rows = 70;  // more than the decode kernel takes: the tiled kernel
   auto x = random_rows(static_cast<size_t>(rows * 384), 5);
-  std::vector<float> all(static_cast<size_t>(rows * 160)), one(160);
+  Rows all(static_cast<size_t>(rows * 160)), one(160);
   gpu_->linear({x.data(), rows, 384}, w.view, {all.data(), rows, 160}, true);
   for (int64_t r = 0; r < rows; r += 13) {
     gpu_->linear({x.data() + r * 384, 1, 384}, w.view, {one.data(), 1, 160}, true);
-    expect_bitwise(one, std::vector<float>(all.begin() + r * 160, all.begin() + (r + 1) * 160),
+    sync();
+    expect_bitwise(one, Rows(all.begin() + r * 160, all.begin() + (r + 1) * 160),
                    "row alone vs in batch");
   }
 }
@@ -82,7 +83,7 @@ TEST_F(CudaOpsTest, RmsNormAndHyperConnectionsMatchCpuBitwise) {
   const int64_t rows = 7, cols = 5123;  // a tail past the 8-lane chains
   auto x = random_rows(static_cast<size_t>(rows * cols), 31);
   auto w = random_rows(static_cast<size_t>(cols), 32);
-  std::vector<float> cpu(x.size()), gpu(x.size());
+  Rows cpu(x.size()), gpu(x.size());
   cpu_.rms_norm({x.data(), rows, cols}, w.data(), 1e-6f, {cpu.data(), rows, cols});
   gpu_->rms_norm({x.data(), rows, cols}, w.data(), 1e-6f, {gpu.data(), rows, cols});
   expect_bitwise(gpu, cpu, "rms_norm");
@@ -91,19 +92,19 @@ TEST_F(CudaOpsTest, RmsNormAndHyperConnectionsMatchCpuBitwise) {
   const int64_t dim = 96;
   auto res = random_rows(static_cast<size_t>(rows * hc * dim), 33);
   auto pre = random_rows(static_cast<size_t>(rows * hc), 34);
-  std::vector<float> yc(static_cast<size_t>(rows * dim)), yg(yc.size());
+  Rows yc(static_cast<size_t>(rows * dim)), yg(yc.size());
   cpu_.hc_collapse({res.data(), rows, hc * dim}, pre.data(), hc, {yc.data(), rows, dim});
   gpu_->hc_collapse({res.data(), rows, hc * dim}, pre.data(), hc, {yg.data(), rows, dim});
   expect_bitwise(yg, yc, "hc_collapse");
 
-  std::vector<HcCoefficients> coeff(static_cast<size_t>(rows));
+  ManagedVector<HcCoefficients> coeff(static_cast<size_t>(rows));
   std::mt19937 rng(35);
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
   for (auto& c : coeff) {
     for (float& v : c.post) v = u(rng);
     for (float& v : c.comb) v = u(rng);
   }
-  std::vector<float> oc(res.size()), og(res.size());
+  Rows oc(res.size()), og(res.size());
   cpu_.hc_expand({yc.data(), rows, dim}, {res.data(), rows, hc * dim}, coeff.data(), hc,
                  {oc.data(), rows, hc * dim});
   gpu_->hc_expand({yc.data(), rows, dim}, {res.data(), rows, hc * dim}, coeff.data(), hc,
@@ -116,7 +117,7 @@ TEST_F(CudaOpsTest, TranscendentalOpsMatchCpuNearlyBitwise) {
   auto g = random_rows(static_cast<size_t>(rows * cols), 51, 3.0f);
   auto u = random_rows(static_cast<size_t>(rows * cols), 52, 3.0f);
   auto rw = random_rows(static_cast<size_t>(rows), 53);
-  std::vector<float> sc(g.size()), sg(g.size());
+  Rows sc(g.size()), sg(g.size());
   cpu_.swiglu({g.data(), rows, cols}, {u.data(), rows, cols}, rw.data(), 7.0f,
               {sc.data(), rows, cols});
   gpu_->swiglu({g.data(), rows, cols}, {u.data(), rows, cols}, rw.data(), 7.0f,

@@ -49,7 +49,7 @@ class CudaSkinny : public CudaOpsTest, public ::testing::WithParamInterface<Skin
 TEST_P(CudaSkinny, EveryVariantMatchesCpuBitwise) {
   const SkinnyCase c = GetParam();
   RandomWeight w = random_weight(c.format, c.out, c.in, 17);
-  auto x = random_rows(static_cast<size_t>(c.rows * c.in), 19);
+  auto x = host_rows(static_cast<size_t>(c.rows * c.in), 19);
   std::vector<float> cpu(static_cast<size_t>(c.rows * c.out));
   cpu_.linear({x.data(), c.rows, c.in}, w.view, {cpu.data(), c.rows, c.out}, true);
   DeviceMem m;
@@ -147,8 +147,8 @@ std::vector<float> cpu_moe(const CpuOps& ops,
 TEST_P(CudaMoe, RoutedExpertsAndCombineMatchCpu) {
   const MoeCase c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(c.tokens * 131 + c.experts));
-  auto x = random_rows(static_cast<size_t>(c.tokens * c.dim), 23);
-  auto shared = random_rows(x.size(), 29);
+  auto x = host_rows(static_cast<size_t>(c.tokens * c.dim), 23);
+  auto shared = host_rows(x.size(), 29);
   std::vector<int32_t> experts;
   std::vector<float> weights;
   std::uniform_real_distribution<float> wd(0.05f, 0.6f);

@@ -5,9 +5,11 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <random>
 #include <vector>
 
@@ -16,6 +18,36 @@
 #include "tensor/numeric.h"
 
 namespace di::backend::testing {
+
+// CUDA managed memory: valid on the host and the device. CudaOps takes device pointers for
+// activations and CpuOps host ones, so the tests hand both the same managed arrays. CudaOps does
+// not wait for its stream, so read a GPU result only after sync() (the expect_* helpers do).
+template <class T>
+struct Managed {
+  using value_type = T;
+  Managed() = default;
+  template <class U>
+  Managed(const Managed<U>&) {}  // NOLINT
+  T* allocate(size_t n) {
+    void* p = nullptr;
+    if (cudaMallocManaged(&p, sizeof(T) * std::max<size_t>(n, 1)) != cudaSuccess) {
+      throw std::bad_alloc();
+    }
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { (void)cudaFree(p); }
+  template <class U>
+  bool operator==(const Managed<U>&) const {
+    return true;
+  }
+};
+template <class T>
+using ManagedVector = std::vector<T, Managed<T>>;
+using Rows = ManagedVector<float>;
+
+inline void sync() {
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
 
 class CudaOpsTest : public ::testing::Test {
  protected:
@@ -36,12 +68,18 @@ class CudaOpsTest : public ::testing::Test {
   std::unique_ptr<CudaOps> gpu_;
 };
 
-inline std::vector<float> random_rows(size_t n, uint32_t seed, float scale = 1.0f) {
+inline Rows random_rows(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
+  Rows v(n);
   for (auto& x : v) x = round_bf16(d(rng));
   return v;
+}
+
+// The same values in plain host memory, for tests that upload through their own buffers.
+inline std::vector<float> host_rows(size_t n, uint32_t seed, float scale = 1.0f) {
+  const Rows r = random_rows(n, seed, scale);
+  return std::vector<float>(r.begin(), r.end());
 }
 
 struct RandomWeight {
@@ -96,9 +134,9 @@ inline RandomWeight random_weight(WeightFormat f, int64_t out, int64_t in, uint3
 }
 
 // Bitwise equality, with the first differing element reported.
-inline void expect_bitwise(const std::vector<float>& gpu,
-                           const std::vector<float>& cpu,
-                           const char* what) {
+template <class A, class B>
+void expect_bitwise(const A& gpu, const B& cpu, const char* what) {
+  sync();
   ASSERT_EQ(gpu.size(), cpu.size()) << what;
   for (size_t i = 0; i < gpu.size(); ++i) {
     if (float_bits(gpu[i]) != float_bits(cpu[i])) {
@@ -111,11 +149,10 @@ inline void expect_bitwise(const std::vector<float>& gpu,
 // For ops whose only difference can be a transcendental function's last-bit rounding (glibc's
 // fp32 exp/sin/cos against the GPU's correctly rounded ones): at least `min_equal` of the
 // elements bitwise equal, and every element within `rel` of the CPU value.
-inline void expect_nearly_bitwise(const std::vector<float>& gpu,
-                                  const std::vector<float>& cpu,
-                                  double min_equal,
-                                  double rel,
-                                  const char* what) {
+template <class A, class B>
+void expect_nearly_bitwise(
+    const A& gpu, const B& cpu, double min_equal, double rel, const char* what) {
+  sync();
   ASSERT_EQ(gpu.size(), cpu.size()) << what;
   size_t equal = 0;
   for (size_t i = 0; i < gpu.size(); ++i) {

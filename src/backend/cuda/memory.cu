@@ -1,0 +1,85 @@
+// Row movement inside device memory for the device-resident forward: gathers by index (the
+// model's MoE permutation, bounded replay, logits rows) and by pointer (the sparse-attention and
+// indexer key lists, which point into the state pool and the step's own rows), and the MoE
+// combine's scatter-add and final rounded sum.
+#include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/kernels.h"
+
+namespace di::backend::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void gather_rows_kernel(
+    const float* src, int64_t cols, const int64_t* rows, int64_t n, float* dst) {
+  const int64_t r = blockIdx.y;
+  const float* s = src + rows[r] * cols;
+  float* d = dst + r * cols;
+  for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < cols;
+       c += int64_t{gridDim.x} * blockDim.x) {
+    d[c] = s[c];
+  }
+}
+
+__global__ void gather_pointed_rows_kernel(const float* const* ptrs, int64_t width, float* dst) {
+  const int64_t r = blockIdx.y;
+  const float* s = ptrs[r];
+  float* d = dst + r * width;
+  for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < width;
+       c += int64_t{gridDim.x} * blockDim.x) {
+    d[c] = s[c];
+  }
+}
+
+__global__ void add_rows_kernel(const float* src, int64_t cols, const int64_t* rows, float* dst) {
+  const int64_t r = blockIdx.y;
+  const float* s = src + r * cols;
+  float* d = dst + rows[r] * cols;
+  for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < cols;
+       c += int64_t{gridDim.x} * blockDim.x) {
+    d[c] = __fadd_rn(d[c], s[c]);
+  }
+}
+
+__global__ void add_round_bf16_kernel(const float* a, const float* b, int64_t n, float* out) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i < n) out[i] = round_bf16(__fadd_rn(a[i], b[i]));
+}
+
+dim3 grid_for(int64_t rows, int64_t cols) {
+  const int64_t x = (cols + kThreads - 1) / kThreads;
+  return dim3(static_cast<unsigned>(x < 8 ? x : 8), static_cast<unsigned>(rows));
+}
+
+}  // namespace
+
+cudaError_t add_rows(
+    const float* src, int64_t cols, const int64_t* rows, int64_t n, float* dst, cudaStream_t s) {
+  if (n == 0 || cols == 0) return cudaSuccess;
+  add_rows_kernel<<<grid_for(n, cols), kThreads, 0, s>>>(src, cols, rows, dst);
+  return cudaGetLastError();
+}
+
+cudaError_t add_round_bf16(const float* a, const float* b, int64_t n, float* out, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  add_round_bf16_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(
+      a, b, n, out);
+  return cudaGetLastError();
+}
+
+cudaError_t gather_rows(
+    const float* src, int64_t cols, const int64_t* rows, int64_t n, float* dst, cudaStream_t s) {
+  if (n == 0 || cols == 0) return cudaSuccess;
+  gather_rows_kernel<<<grid_for(n, cols), kThreads, 0, s>>>(src, cols, rows, n, dst);
+  return cudaGetLastError();
+}
+
+cudaError_t gather_pointed_rows(
+    const float* const* ptrs, int64_t n, int64_t width, float* dst, cudaStream_t s) {
+  if (n == 0 || width == 0) return cudaSuccess;
+  gather_pointed_rows_kernel<<<grid_for(n, width), kThreads, 0, s>>>(ptrs, width, dst);
+  return cudaGetLastError();
+}
+
+}  // namespace di::backend::cuda

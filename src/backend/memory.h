@@ -1,0 +1,134 @@
+// Backend memory: where activations and per-sequence state live while the backend computes on
+// them (host memory for the CPU backend, device memory for a GPU one). The model never
+// dereferences backend memory: it hands views of it to the ops, and moves data across only with
+// upload/download, which a device backend turns into copies (and download into a wait). That
+// keeps the model identical on every backend and lets a GPU step run without host round trips
+// once the host logic has moved into ops (docs/design/2026-11-29-device-resident-forward.md).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <utility>
+#include <vector>
+
+#include "tensor/weight_view.h"
+
+namespace di::backend {
+
+class Memory {
+ public:
+  virtual ~Memory() = default;
+  // `count` floats of backend memory, or nullptr when exhausted (a device backend then latches an
+  // error that the caller sees after the forward; ops on a null view do nothing).
+  virtual float* allocate(int64_t count) const = 0;
+  virtual void deallocate(float* p) const = 0;
+  virtual void upload(const float* host, float* dst, int64_t count) const = 0;
+  // Waits for the ops that write `src` (a device backend synchronizes).
+  virtual void download(const float* src, float* host, int64_t count) const = 0;
+  // Strided copy inside backend memory: `rows` runs of `width` floats.
+  virtual void copy_2d(const float* src,
+                       int64_t src_stride,
+                       float* dst,
+                       int64_t dst_stride,
+                       int64_t width,
+                       int64_t rows) const = 0;
+  void copy(const float* src, float* dst, int64_t count) const {
+    copy_2d(src, count, dst, count, count, 1);
+  }
+  virtual void fill(float* dst, float value, int64_t count) const {
+    const int64_t chunk = std::min<int64_t>(count, int64_t{1} << 20);
+    std::vector<float> v(static_cast<size_t>(std::max<int64_t>(chunk, 0)), value);
+    for (int64_t i = 0; i < count; i += chunk)
+      upload(v.data(), dst + i, std::min(chunk, count - i));
+  }
+  // dst.row(i) = src.row(rows[i]) for the host row indices `rows`.
+  virtual void gather_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const {
+    for (int64_t i = 0; i < dst.rows; ++i) copy(src.row(rows[i]), dst.row(i), src.cols);
+  }
+};
+
+// Plain host memory (the CPU backend's, and tests').
+class HostMemory : public Memory {
+ public:
+  float* allocate(int64_t count) const override {
+    return new (std::nothrow) float[static_cast<size_t>(count > 0 ? count : 1)];
+  }
+  void deallocate(float* p) const override { delete[] p; }
+  void upload(const float* host, float* dst, int64_t count) const override {
+    if (count > 0) std::memcpy(dst, host, sizeof(float) * static_cast<size_t>(count));
+  }
+  void download(const float* src, float* host, int64_t count) const override {
+    if (count > 0) std::memcpy(host, src, sizeof(float) * static_cast<size_t>(count));
+  }
+  void copy_2d(const float* src,
+               int64_t src_stride,
+               float* dst,
+               int64_t dst_stride,
+               int64_t width,
+               int64_t rows) const override {
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memmove(dst + r * dst_stride, src + r * src_stride,
+                   sizeof(float) * static_cast<size_t>(width));
+    }
+  }
+};
+
+// An owned [rows, cols] float array in backend memory.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Memory& memory, int64_t rows, int64_t cols)
+      : memory_(&memory), data_(memory.allocate(rows * cols)), rows_(rows), cols_(cols) {}
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      memory_ = std::exchange(o.memory_, nullptr);
+      data_ = std::exchange(o.data_, nullptr);
+      rows_ = std::exchange(o.rows_, 0);
+      cols_ = std::exchange(o.cols_, 0);
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { reset(); }
+
+  float* data() const { return data_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  int64_t size() const { return rows_ * cols_; }
+  RowsView view() const { return RowsView{data_, rows_, cols_}; }
+  float* row(int64_t r) const { return data_ + r * cols_; }
+
+  std::vector<float> to_host() const {
+    std::vector<float> h(static_cast<size_t>(size()));
+    if (data_) memory_->download(data_, h.data(), size());
+    return h;
+  }
+  void from_host(const float* host) const {
+    if (data_) memory_->upload(host, data_, size());
+  }
+  void from_host(const std::vector<float>& host) const { from_host(host.data()); }
+
+ private:
+  void reset() {
+    if (memory_ && data_) memory_->deallocate(data_);
+    data_ = nullptr;
+  }
+  const Memory* memory_ = nullptr;
+  float* data_ = nullptr;
+  int64_t rows_ = 0, cols_ = 0;
+};
+
+// A host copy of a buffer with the same shape: the model's explicit host round trip for the
+// logic that has not moved into ops yet.
+inline Buffer upload_rows(const Memory& m, const std::vector<float>& host, int64_t cols) {
+  Buffer b(m, static_cast<int64_t>(host.size()) / (cols > 0 ? cols : 1), cols);
+  b.from_host(host);
+  return b;
+}
+
+}  // namespace di::backend
