@@ -1,9 +1,12 @@
-// cuda_kernels_bench [--quick]: times DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths
+// deepinfer bench kernels [--quick|--decode|--profile|--sparse-attention] (also the standalone
+// cuda_kernels_bench): times DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths
 // (hidden 5120, 64 heads x 512, expert intermediate 2304) against floors measured in the same run:
 // device copy bandwidth (cudaMemcpy D2D, bytes read + written) and cuBLASLt's bf16 and fp8 GEMM
 // rate at 8192^3. Each kernel's floor is max(bytes / bandwidth, FLOPs / peak); ratio = floor /
 // time. Weights and keys rotate through copies larger than L2 so that timings read HBM.
 // Then the decode table (decode_bench.cc); --decode runs only that, --profile one launch for ncu.
+#include "cuda/kernels_bench.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -293,7 +296,7 @@ Status run(bool quick) {
 }  // namespace
 }  // namespace di::bench
 
-int main(int argc, char** argv) {
+int di::bench::run_kernels_bench(int argc, char** argv) {
   if (argc > 1 && std::strncmp(argv[1], "--sparse-attention", 18) == 0)
     return di::bench::sparse_attention_bench(argv[1][18] != 0);
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
