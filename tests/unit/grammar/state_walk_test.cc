@@ -31,6 +31,13 @@ Vocabulary dense_vocab() {
   for (const char* s : {"\"", "a\"", "\",", "\\\"", "\\\\", "\\n", "\\u00e9", "\":", "{\"", "qu\"",
                         "q\"", "1", "12", ",", "}", "{", " \"", "\xC3\xA9\""})
     v.token_bytes.push_back(s);
+  // Long tokens: a bounded body's proof looks 16-32 characters ahead, deeper ones are walked
+  // (and proven again further down).
+  for (int n = 4; n <= 40; n += 3) {
+    v.token_bytes.push_back(std::string(n, 'a'));
+    v.token_bytes.push_back(std::string(n, 'a') + "\xC3\xA9");
+    v.token_bytes.push_back(std::string(n, 'q') + "\"");
+  }
   return v;
 }
 
@@ -61,6 +68,13 @@ TEST(StateWalk, MasksEqualOneByOneAcceptanceOnADenseVocabulary) {
   for (const char* schema : {
            R"({"type":"string"})",
            R"({"type":"string","maxLength":4})",
+           // Bounded bodies (budget proofs): around the look-ahead and the long tokens.
+           R"({"type":"string","maxLength":1})",
+           R"({"type":"string","maxLength":3})",
+           R"({"type":"string","minLength":5,"maxLength":17})",
+           R"({"type":"string","maxLength":31})",
+           R"({"type":"string","maxLength":45})",
+           R"({"type":"array","items":{"type":"string","maxLength":9}})",
            R"({"type":"string","pattern":"^[a-z ]*$"})",
            R"({"type":"object","properties":{"qu":{"type":"integer"}},"required":["qu"],
                "additionalProperties":{"type":"string"}})",
