@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Proofs that a mask-walk configuration behaves like the body of a JSON string (string_body.h),
-// so the walk can take trie subtrees from the trie's per-node body tables (state_walk.cc).
+// Proofs that a mask-walk configuration behaves like the body of a JSON string (string_body.h)
+// or a run of one ASCII class, and the shortcuts they allow: the walk (state_walk.cc) takes such
+// trie subtrees from the trie's per-node tables and bitmaps instead of walking them.
 #include <algorithm>
 #include <limits>
 
@@ -20,12 +21,38 @@ bool Walker::is_string_body(int32_t c, uint32_t d) {
     if (at_.size() < d + kMaxBodyPairs + 2) at_.resize(d + kMaxBodyPairs + 2);
     const bool ok = bisimulate(c, StringBodyDfa::kLoop, d);
     cfg_[c].body = ok ? 1 : 0;
-    // A proof covers every configuration it paired with the loop state.
-    for (uint64_t pr : pairs_)
-      if (ok && (pr & 0xFF) == StringBodyDfa::kLoop) cfg_[static_cast<int32_t>(pr >> 8)].body = 1;
-    if (ok) proven_.insert(proven_.end(), pairs_.begin(), pairs_.end());
+    if (ok) mark_proven();
   }
   return cfg_[c].body == 1;
+}
+
+// The same inside a character: c (reached by a path that leaves StringBodyDfa in state r)
+// behaves like the DFA from r. Such nodes are where multi-byte characters complete: thousands
+// of CJK tokens were each one parser-free but separate visit.
+bool Walker::is_body_state(int32_t c, int r, uint32_t d) {
+  if (r == StringBodyDfa::kLoop) return is_string_body(c, d);
+  if (cfg_[c].body_mid == kMidUnknown) {
+    replay_to(d);
+    pairs_.clear();
+    if (at_.size() < d + kMaxBodyPairs + 2) at_.resize(d + kMaxBodyPairs + 2);
+    const bool ok = bisimulate(c, r, d);
+    cfg_[c].body_mid = static_cast<int8_t>(ok ? r : kMidNo);
+    if (ok) mark_proven();
+  }
+  return cfg_[c].body_mid == r;
+}
+
+// A proof covers every configuration it paired with a DFA state.
+void Walker::mark_proven() {
+  for (uint64_t pr : pairs_) {
+    Config& x = cfg_[static_cast<int32_t>(pr >> 8)];
+    const int r = static_cast<int>(pr & 0xFF);
+    if (r == StringBodyDfa::kLoop)
+      x.body = 1;
+    else if (x.body_mid == kMidUnknown)
+      x.body_mid = static_cast<int8_t>(r);
+  }
+  proven_.insert(proven_.end(), pairs_.begin(), pairs_.end());
 }
 
 // Explores pairs (configuration, DFA state) reachable together; the parser stands at c.
@@ -131,6 +158,65 @@ int32_t Walker::chain_budget(int32_t c, uint32_t d) {
   return budget;
 }
 
+// Class run of c (at depth d): c's only live item (s, o), s calls nothing, and the printable
+// ASCII bytes (but '"', '\\') of its edges, C, all lead along one edge to one state t of the
+// same kind, and so on: a chain (or a cycle: no bound) of such states, ending in one that takes
+// no byte of C. No state on it is final (the rule cannot end, no caller item appears). So c
+// reads exactly the strings over C of at most the chain's length. -1: not such a run.
+int32_t Walker::class_budget(int32_t c, uint32_t d) {
+  if (cfg_[c].run_budget != kBudgetUnknown) return cfg_[c].run_budget;
+  cfg_[c].run_budget = kNotCounted;
+  if (cfg_[c].final || cfg_[c].ex) return -1;
+  replay_to(d);
+  const auto& states = g_.states();
+  const auto& edges = g_.byte_edges();
+  int64_t head = -1;
+  for (const EarleyItem* it = p_.last_begin(); it != p_.last_end(); ++it) {
+    const NfaState& st = states[it->state];
+    if (st.byte_begin == st.byte_end && st.ref_begin == st.ref_end) continue;  // spent
+    if (head >= 0) return -1;
+    head = it->state;
+  }
+  if (head < 0) return -1;
+  ByteSet cls;
+  for (uint32_t e = states[head].byte_begin; e < states[head].byte_end; ++e) cls |= edges[e].set;
+  ByteSet printable = ByteSet::range(0x20, 0x7F);
+  printable.words['"' >> 6] &= ~(uint64_t{1} << ('"' & 63));
+  printable.words['\\' >> 6] &= ~(uint64_t{1} << ('\\' & 63));
+  for (int w = 0; w < 4; ++w) cls.words[w] &= printable.words[w];
+  if (cls.empty()) return -1;
+  uint32_t s = static_cast<uint32_t>(head);
+  int32_t budget = 0;
+  while (true) {
+    const NfaState& st = states[s];
+    if (st.final || st.ref_begin != st.ref_end) return -1;
+    int64_t next = -1;
+    bool some = false;
+    for (uint32_t e = st.byte_begin; e < st.byte_end; ++e) {
+      bool all = true, any = false;
+      for (int w = 0; w < 4; ++w) {
+        const uint64_t in = edges[e].set.words[w] & cls.words[w];
+        any = any || in != 0;
+        all = all && in == cls.words[w];
+      }
+      if (!any) continue;
+      if (some || !all) return -1;  // C split over edges: not one run
+      some = true;
+      next = edges[e].target;
+    }
+    if (!some) break;  // the run ends here
+    if (next == s || budget >= 256) {
+      budget = std::numeric_limits<int32_t>::max();
+      break;
+    }
+    ++budget;
+    s = static_cast<uint32_t>(next);
+  }
+  cfg_[c].run_class = cls;
+  cfg_[c].run_budget = budget;
+  return budget;
+}
+
 // Whether rule r, started on its own, reads exactly one StringBodyDfa character on bytes other
 // than '"' and '\\': it ends exactly when the DFA is back between characters, never before,
 // and nothing of it is left to read then. One parser step per (byte class, DFA state).
@@ -166,6 +252,77 @@ bool Walker::char_dfs(EarleyParser& p, int r, int depth) {
     if (!good) return false;
   }
   return true;
+}
+
+void Walker::accept_within(uint32_t i, uint32_t base, int32_t r) {
+  const TokenTrie& t = t_;
+  // Characters only grow down the trie and a dead body prefix stays dead: skip such subtrees.
+  for (uint32_t j = i + 1; j < t.skip(i);) {
+    if (t.body_state(j) == StringBodyDfa::kDead || t.chars(j) - base > static_cast<uint32_t>(r)) {
+      j = t.skip(j);
+      continue;
+    }
+    if (t.subtree_body_ok(j) && t.subtree_max_chars(j) - base <= static_cast<uint32_t>(r)) {
+      accept(t.tokens_begin(j), t.subtree_tokens_end(j));  // j and everything below it
+      j = t.skip(j);
+      continue;
+    }
+    accept(t.tokens_begin(j), t.tokens_end(j));
+    ++j;
+  }
+}
+
+// A class run (class_budget) over a subtree whose bytes all belong to its class: a token below
+// is accepted iff it has at most the budget's bytes (ASCII: bytes are characters and body
+// prefixes). Saves the walk of counted regex classes, which have no self-loop to shortcut.
+bool Walker::take_class_subtree(uint32_t i, int32_t c, uint32_t d) {
+  const TokenTrie& t = t_;
+  if (cfg_[c].run_budget == kNotCounted) return false;
+  if (cfg_[c].run_budget == kBudgetUnknown && t.skip(i) <= i + kMinBodySubtree) return false;
+  const int32_t r = class_budget(c, d);
+  if (r < 0) return false;
+  const ByteSet& below = t.subtree_bytes(i);
+  const ByteSet& cls = cfg_[c].run_class;
+  for (int w = 0; w < 4; ++w)
+    if (below.words[w] & ~cls.words[w]) return false;
+  if (t.subtree_max_chars(i) - t.chars(i) <= static_cast<uint32_t>(r))
+    accept(t.subtree_tokens_begin(i), t.subtree_tokens_end(i));
+  else
+    accept_within(i, t.chars(i), r);
+  return true;
+}
+
+// Budget of c (at trie node i, depth d, between characters) as a string body whose subtree
+// has '"' or '\\' somewhere below (so take_body_subtree declined it); -1: not a body.
+int32_t Walker::anchor_budget(uint32_t i, int32_t c, uint32_t d) {
+  if (cfg_[c].ex) return -1;
+  if (cfg_[c].body == 1) return std::numeric_limits<int32_t>::max();
+  if (cfg_[c].budget >= 0) return cfg_[c].budget;
+  if (t_.skip(i) <= i + kMinBodySubtree) return -1;
+  // Only configurations that can read every character a body can start with are worth a proof.
+  for (int b = 0x20; b < 0xF5; ++b) {
+    if (b == '"' || b == '\\' || (b >= 0x80 && b < 0xC2)) continue;
+    if (!cfg_[c].live.test(static_cast<uint8_t>(b))) return -1;
+  }
+  if (cfg_[c].budget == kBudgetUnknown) {
+    const int32_t r = chain_budget(c, d);
+    if (r >= 0) return r;
+  }
+  return cfg_[c].body < 0 && is_string_body(c, d) ? std::numeric_limits<int32_t>::max() : -1;
+}
+
+// Budget of the walk's root configuration as a string body (INT32_MAX: unbounded), -1: not one.
+int32_t Walker::root_body_budget() {
+  const TokenTrie& t = t_;
+  if (t.subtree_max_chars(0) >= 255) return -1;  // saturated counts
+  const int32_t r = chain_budget(0, 0);
+  if (r >= 0) return r;
+  // Only roots that can read every character a body can start with are worth a proof.
+  for (int b = 0x20; b < 0xF5; ++b) {
+    if (b == '"' || b == '\\' || (b >= 0x80 && b < 0xC2)) continue;
+    if (!cfg_[0].live.test(static_cast<uint8_t>(b))) return -1;
+  }
+  return is_string_body(0, 0) ? std::numeric_limits<int32_t>::max() : -1;
 }
 
 }  // namespace di::grammar::walk

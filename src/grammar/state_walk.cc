@@ -38,7 +38,17 @@ int32_t Walker::intern(bool ex) {
     key_.push_back((uint64_t{it->state} << 32) | enc);
   }
   if (trans_.size() / 256 >= kMaxTables) {
-    cfg_.push_back(Config{final, ex, -1, {}, {}, -1, kBudgetUnknown, p_.next_bytes()});
+    cfg_.push_back(Config{final,
+                          ex,
+                          -1,
+                          {},
+                          {},
+                          -1,
+                          kMidUnknown,
+                          kBudgetUnknown,
+                          kBudgetUnknown,
+                          {},
+                          p_.next_bytes()});
     return static_cast<int32_t>(cfg_.size() - 1);
   }
   std::sort(key_.begin(), key_.end());
@@ -46,8 +56,17 @@ int32_t Walker::intern(bool ex) {
   std::string k(reinterpret_cast<const char*>(key_.data()), key_.size() * sizeof(uint64_t));
   auto [pos, fresh] = ids_.emplace(std::move(k), static_cast<int32_t>(cfg_.size()));
   if (!fresh) return pos->second;
-  cfg_.push_back(Config{
-      final, ex, static_cast<int32_t>(trans_.size()), {}, {}, -1, kBudgetUnknown, p_.next_bytes()});
+  cfg_.push_back(Config{final,
+                        ex,
+                        static_cast<int32_t>(trans_.size()),
+                        {},
+                        {},
+                        -1,
+                        kMidUnknown,
+                        kBudgetUnknown,
+                        kBudgetUnknown,
+                        {},
+                        p_.next_bytes()});
   trans_.resize(trans_.size() + 256, kUnknown);
   return pos->second;
 }
@@ -149,8 +168,18 @@ bool Walker::loops_on(int32_t c, uint32_t d, const ByteSet& bytes) {
 bool Walker::take_body_subtree(uint32_t i, int32_t c, uint32_t d, StateMask& out) {
   const TokenTrie& t = t_;
   const ByteSet& below = t.subtree_bytes(i);
-  if (t.body_state(i) != StringBodyDfa::kLoop || below.test('"') || below.test('\\')) return false;
+  if (below.test('"') || below.test('\\')) return false;
   const bool big = t.skip(i) > i + kMinBodySubtree;
+  const int r0 = t.body_state(i);
+  if (r0 == StringBodyDfa::kDead) return false;
+  if (r0 != StringBodyDfa::kLoop) {  // inside a character: the unbounded body only
+    if (cfg_[c].ex || !(big || cfg_[c].body_mid == r0) || !is_body_state(c, r0, d)) return false;
+    if (t.subtree_body_ok(i))
+      accept(t.subtree_tokens_begin(i), t.subtree_tokens_end(i));
+    else
+      accept_within(i, t.chars(i), std::numeric_limits<int32_t>::max());
+    return true;
+  }
   // A proof is cached per configuration, so once proven it pays off for small subtrees too.
   if ((big || cfg_[c].body == 1) && cfg_[c].budget < 0 && is_string_body(c, d)) {
     // The path so far ends between characters, so a token below is accepted iff its whole
@@ -192,35 +221,8 @@ bool Walker::take_body_subtree(uint32_t i, int32_t c, uint32_t d, StateMask& out
     accept(t.subtree_tokens_begin(i), t.subtree_tokens_end(i));
     return true;
   }
-  // Characters only grow down the trie and a dead body prefix stays dead: skip such subtrees.
-  for (uint32_t j = i + 1; j < t.skip(i);) {
-    if (t.body_state(j) == StringBodyDfa::kDead || t.chars(j) - base > static_cast<uint32_t>(r)) {
-      j = t.skip(j);
-      continue;
-    }
-    if (t.subtree_body_ok(j) && t.subtree_max_chars(j) - base <= static_cast<uint32_t>(r)) {
-      accept(t.tokens_begin(j), t.subtree_tokens_end(j));  // j and everything below it
-      j = t.skip(j);
-      continue;
-    }
-    accept(t.tokens_begin(j), t.tokens_end(j));
-    ++j;
-  }
+  accept_within(i, t.chars(i), r);
   return true;
-}
-
-// Budget of the walk's root configuration as a string body (INT32_MAX: unbounded), -1: not one.
-int32_t Walker::root_body_budget() {
-  const TokenTrie& t = t_;
-  if (t.subtree_max_chars(0) >= 255) return -1;  // saturated counts
-  const int32_t r = chain_budget(0, 0);
-  if (r >= 0) return r;
-  // Only roots that can read every character a body can start with are worth a proof.
-  for (int b = 0x20; b < 0xF5; ++b) {
-    if (b == '"' || b == '\\' || (b >= 0x80 && b < 0xC2)) continue;
-    if (!cfg_[0].live.test(static_cast<uint8_t>(b))) return -1;
-  }
-  return is_string_body(0, 0) ? std::numeric_limits<int32_t>::max() : -1;
 }
 
 std::unique_ptr<StateMask> Walker::run() {
@@ -236,7 +238,17 @@ std::unique_ptr<StateMask> Walker::run() {
   trans_.reserve(64 * 256);
   ids_.reserve(64);
   // The root: never merged with others.
-  cfg_.push_back(Config{false, false, 0, {}, {}, -1, kBudgetUnknown, p_.next_bytes()});
+  cfg_.push_back(Config{false,
+                        false,
+                        0,
+                        {},
+                        {},
+                        -1,
+                        kMidUnknown,
+                        kBudgetUnknown,
+                        kBudgetUnknown,
+                        {},
+                        p_.next_bytes()});
   trans_.assign(256, kUnknown);
   path_.assign(1, 0);
   at_.assign(1, 0);
@@ -251,11 +263,29 @@ std::unique_ptr<StateMask> Walker::run() {
     for (size_t w = 0; w < bits_.size(); ++w) bits_[w] |= b[w];
     num_accepted_ = t.vocab_size();
   }
+  anchors_.clear();
   uint32_t i = 1;
   while (i < n) {
-    if (root_budget >= 0 && t.body_state(i) != StringBodyDfa::kDead &&
-        !t.subtree_bytes(i).test('"') && !t.subtree_bytes(i).test('\\')) {
+    const bool body_below = t.body_state(i) != StringBodyDfa::kDead &&
+                            !t.subtree_bytes(i).test('"') && !t.subtree_bytes(i).test('\\');
+    if (root_budget >= 0 && body_below) {
       i = t.skip(i);  // the path and all below are body bytes: the bitmap decided them
+      continue;
+    }
+    while (!anchors_.empty() && anchors_.back().end <= i) anchors_.pop_back();
+    if (!anchors_.empty() && body_below) {
+      // Below a string-body configuration, on body bytes only: decided by the trie's tables
+      // (the children of quote-containing nodes were ~10k parser-free visits per walk).
+      const Anchor& a = anchors_.back();
+      if (t.chars(i) - a.base <= static_cast<uint32_t>(a.budget)) {
+        accept(t.tokens_begin(i), t.tokens_end(i));
+        if (t.subtree_body_ok(i) &&
+            t.subtree_max_chars(i) - a.base <= static_cast<uint32_t>(a.budget))
+          accept(t.subtree_tokens_begin(i), t.subtree_tokens_end(i));
+        else
+          accept_within(i, a.base, a.budget);
+      }
+      i = t.skip(i);
       continue;
     }
     const uint32_t d = t.depth(i);
@@ -285,9 +315,13 @@ std::unique_ptr<StateMask> Walker::run() {
       i = t.skip(i);
       continue;
     }
-    if (t.skip(i) > i + 1 && take_body_subtree(i, c, d, *out)) {
+    if (t.skip(i) > i + 1 && (take_body_subtree(i, c, d, *out) || take_class_subtree(i, c, d))) {
       i = t.skip(i);
       continue;
+    }
+    if (t.skip(i) > i + 1 && t.body_state(i) == StringBodyDfa::kLoop) {
+      const int32_t r = anchor_budget(i, c, d);
+      if (r >= 0) anchors_.push_back(Anchor{t.skip(i), t.chars(i), r});
     }
     ++i;
   }

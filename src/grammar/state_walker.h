@@ -32,6 +32,8 @@ inline constexpr uint32_t kMinBodySubtree = 64;
 inline constexpr size_t kMaxBodyPairs = 32;
 inline constexpr int32_t kBudgetUnknown = -2;
 inline constexpr int32_t kNotCounted = -1;
+inline constexpr int8_t kMidUnknown = -2;
+inline constexpr int8_t kMidNo = -1;
 
 struct Config {
   bool final = false;    // the walk's root rule can end here
@@ -39,10 +41,16 @@ struct Config {
   int32_t table = -1;    // offset of its 256 transitions in trans_, -1: not shared
   ByteSet loops, exits;  // bytes known to map it back to itself / elsewhere
   int8_t body = -1;      // behaves like StringBodyDfa's loop: -1 unknown, 0 no, 1 yes
+  int8_t body_mid = -2;  // StringBodyDfa state (inside a character) it behaves like, or below
   // Bounded body (a maxLength string): from here the configuration accepts exactly the
   // string-body byte strings of at most `budget` characters (on every byte but '"' and '\\');
   // kNotCounted: it does not, kBudgetUnknown: not tried yet.
   int32_t budget = kBudgetUnknown;
+  // Class run (a regex class repeated, e.g. [a-z0-9]{1,50}): every byte of run_class (ASCII)
+  // moves it along a chain of run_budget more such steps (INT32_MAX: no bound), any other
+  // byte sequence is decided by the walk. Same encoding as budget.
+  int32_t run_budget = kBudgetUnknown;
+  ByteSet run_class;
   // Bytes some item of the configuration can scan (EarleyParser::next_bytes): any other byte is
   // dead without running the parser. Large sets (a root predicting hundreds of alternatives)
   // made each dead probe cost microseconds.
@@ -67,8 +75,24 @@ class Walker {
   // tables when c is proven to be a (bounded) string body; false: walk it.
   bool take_body_subtree(uint32_t i, int32_t c, uint32_t d, StateMask& out);
   int32_t root_body_budget();
+  bool take_class_subtree(uint32_t i, int32_t c, uint32_t d);
+  int32_t class_budget(int32_t c, uint32_t d);
+  // Accepts the body-prefix tokens strictly below trie node i with at most `base` + r
+  // characters (bytes, for ASCII).
+  void accept_within(uint32_t i, uint32_t base, int32_t r);
+  int32_t anchor_budget(uint32_t i, int32_t c, uint32_t d);
+  // Trie nodes below which the configuration is a string body (anchor_budget): their
+  // quote-free subtrees are decided from the trie's tables without the parser.
+  struct Anchor {
+    uint32_t end;   // first node after the subtree
+    uint32_t base;  // characters on the path to the anchor
+    int32_t budget;
+  };
+  std::vector<Anchor> anchors_;
   // body_proof.cc
   bool is_string_body(int32_t c, uint32_t d);
+  bool is_body_state(int32_t c, int r, uint32_t d);
+  void mark_proven();
   bool bisimulate(int32_t c, int r, uint32_t d);
   int32_t chain_budget(int32_t c, uint32_t d);
   bool body_char_rule(RuleId r);

@@ -75,6 +75,10 @@ TEST(StateWalk, MasksEqualOneByOneAcceptanceOnADenseVocabulary) {
            R"({"type":"string","maxLength":31})",
            R"({"type":"string","maxLength":45})",
            R"({"type":"array","items":{"type":"string","maxLength":9}})",
+           // Counted regex classes (class runs).
+           R"({"type":"string","pattern":"^[aqu ]{0,7}$"})",
+           R"({"type":"string","pattern":"^[a-z]{2,30}q?$"})",
+           R"({"type":"string","pattern":"^a[aq]{3}u*$"})",
            R"({"type":"string","pattern":"^[a-z ]*$"})",
            R"({"type":"object","properties":{"qu":{"type":"integer"}},"required":["qu"],
                "additionalProperties":{"type":"string"}})",
