@@ -153,7 +153,8 @@ std::optional<ExprId> SchemaConverter::contains_expr(const json& s,
     if (!s[k].is_number() || s[k].get<double>() < 0)
       throw SchemaError(StatusCode::kInvalidArgument,
                         "JSON Schema at '" + path + "': '" + k + "' must be a non-negative number");
-    return static_cast<int64_t>(std::ceil(s[k].get<double>()));
+    // Clamped: past the 4096-rule limit below every count is refused anyway.
+    return static_cast<int64_t>(std::ceil(std::min(s[k].get<double>(), 1e9)));
   };
   const int64_t m = count("minContains", 1), max_c = count("maxContains", -1);
   const bool max_implied = max_c < 0 || (hi >= 0 && max_c >= hi);
