@@ -93,5 +93,32 @@ TEST(StateWalk, MasksEqualOneByOneAcceptanceOnADenseVocabulary) {
     check_walks(c, schema, rng);
 }
 
+// Long bounded strings: a chain state with 256 or more characters left is taken as unbounded, so
+// check masks near the far end of long chains too (where the budget is below the longest token).
+TEST(StateWalk, LongBoundedStringsNearTheirEnd) {
+  GrammarCompiler c(TokenTrie::build(dense_vocab()));
+  for (int max_len : {40, 255, 300, 600}) {
+    std::string schema = R"({"type":"string","maxLength":)";
+    schema += std::to_string(max_len);
+    schema += "}";
+    auto g = c.compile_json_schema(schema);
+    ASSERT_TRUE(g) << g.status().message();
+    for (int prefix : {0, max_len / 2, max_len - 41, max_len - 17, max_len - 3, max_len}) {
+      if (prefix < 0) continue;
+      GrammarMatcher m(*g);
+      std::string text(static_cast<size_t>(prefix) + 1, 'q');
+      text[0] = '"';
+      ASSERT_TRUE(m.accept_bytes(text));
+      TokenBitmask mask;
+      m.fill_next_token_bitmask(mask);
+      for (int32_t id = 0; id < static_cast<int32_t>(mask.vocab_size()); ++id) {
+        const bool ok = m.accept_token(id);
+        if (ok) m.rollback(1);
+        ASSERT_EQ(ok, mask.test(id)) << schema << " after " << prefix << " token " << id;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace di::grammar
