@@ -2,71 +2,20 @@
 #include "grammar/state_walk.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
 #include "grammar/earley.h"
+#include "grammar/state_walker.h"
 #include "grammar/string_body.h"
 #include "util/check.h"
 
 namespace di::grammar {
 
-namespace {
-
-constexpr int32_t kUnknown = -1;
-constexpr int32_t kDead = -2;
-// Bounds the transition tables (1 KiB each); configurations past it are walked with the parser.
-constexpr size_t kMaxTables = 4096;
-
-struct Config {
-  bool final = false;    // the walk's root rule can end here
-  bool ex = false;       // ...or could end earlier on this path (after the first byte)
-  int32_t table = -1;    // offset of its 256 transitions in trans_, -1: not shared
-  ByteSet loops, exits;  // bytes known to map it back to itself / elsewhere
-  int8_t body = -1;      // behaves like StringBodyDfa's loop: -1 unknown, 0 no, 1 yes
-  // Bytes some item of the configuration can scan (EarleyParser::next_bytes): any other byte is
-  // dead without running the parser. Large sets (a root predicting hundreds of alternatives)
-  // made each dead probe cost microseconds.
-  ByteSet live;
-};
-
-// Below this many trie nodes a subtree is cheaper to walk than to prove a string body.
-constexpr uint32_t kMinBodySubtree = 64;
-// Pairs a string-body proof may visit (the DFA has 8 states; a body needs few more).
-constexpr size_t kMaxBodyPairs = 32;
-
-class Walker {
- public:
-  Walker(const NfaGrammar& g, const TokenTrie& t, uint32_t q) : g_(g), t_(t), p_(&g) {
-    p_.reset(q);
-  }
-  std::unique_ptr<StateMask> run();
-
- private:
-  int32_t intern(bool ex);
-  void replay_to(uint32_t d);
-  int32_t step(int32_t parent, uint32_t d, uint8_t b, bool keep);
-  bool loops_on(int32_t c, uint32_t d, const ByteSet& bytes);
-  int32_t probe(int32_t c, uint32_t d, uint8_t b);
-  ByteSet byte_class(uint8_t b) const;
-  bool is_string_body(int32_t c, uint32_t d);
-  bool bisimulate(int32_t c, int r, uint32_t d);
-  std::vector<uint64_t> pairs_;   // pairs of the proof in progress
-  std::vector<uint64_t> proven_;  // pairs of finished proofs: bisimilar, no need to explore
-
-  const NfaGrammar& g_;
-  const TokenTrie& t_;
-  EarleyParser p_;
-  std::vector<Config> cfg_;
-  std::vector<int32_t> trans_;
-  std::unordered_map<std::string, int32_t> ids_;
-  std::vector<uint64_t> key_;
-  std::vector<uint32_t> path_;  // path_[d]: trie node at depth d of the current path
-  std::vector<int32_t> at_;     // at_[d]: configuration after path_[1..d]
-  uint32_t pdepth_ = 0;         // the parser has consumed path_[1..pdepth_]
-};
+namespace walk {
 
 // The configuration of the parser's newest set.
 int32_t Walker::intern(bool ex) {
@@ -89,7 +38,17 @@ int32_t Walker::intern(bool ex) {
     key_.push_back((uint64_t{it->state} << 32) | enc);
   }
   if (trans_.size() / 256 >= kMaxTables) {
-    cfg_.push_back(Config{final, ex, -1, {}, {}, -1, p_.next_bytes()});
+    cfg_.push_back(Config{final,
+                          ex,
+                          -1,
+                          {},
+                          {},
+                          -1,
+                          kMidUnknown,
+                          kBudgetUnknown,
+                          kBudgetUnknown,
+                          {},
+                          p_.next_bytes()});
     return static_cast<int32_t>(cfg_.size() - 1);
   }
   std::sort(key_.begin(), key_.end());
@@ -97,8 +56,17 @@ int32_t Walker::intern(bool ex) {
   std::string k(reinterpret_cast<const char*>(key_.data()), key_.size() * sizeof(uint64_t));
   auto [pos, fresh] = ids_.emplace(std::move(k), static_cast<int32_t>(cfg_.size()));
   if (!fresh) return pos->second;
-  cfg_.push_back(
-      Config{final, ex, static_cast<int32_t>(trans_.size()), {}, {}, -1, p_.next_bytes()});
+  cfg_.push_back(Config{final,
+                        ex,
+                        static_cast<int32_t>(trans_.size()),
+                        {},
+                        {},
+                        -1,
+                        kMidUnknown,
+                        kBudgetUnknown,
+                        kBudgetUnknown,
+                        {},
+                        p_.next_bytes()});
   trans_.resize(trans_.size() + 256, kUnknown);
   return pos->second;
 }
@@ -158,11 +126,15 @@ int32_t Walker::probe(int32_t c, uint32_t d, uint8_t b) {
 // (a string body: ASCII, a few UTF-8 lead and continuation ranges), so one parser step decides
 // dozens of transitions.
 ByteSet Walker::byte_class(uint8_t b) const {
+  return byte_class_of(p_, b);
+}
+
+ByteSet Walker::byte_class_of(const EarleyParser& p, uint8_t b) const {
   ByteSet same;
   for (uint64_t& w : same.words) w = ~uint64_t{0};
   const auto& states = g_.states();
   const auto& edges = g_.byte_edges();
-  for (const EarleyItem* it = p_.last_begin(); it != p_.last_end(); ++it) {
+  for (const EarleyItem* it = p.last_begin(); it != p.last_end(); ++it) {
     const NfaState& st = states[it->state];
     for (uint32_t e = st.byte_begin; e < st.byte_end; ++e) {
       const ByteSet& set = edges[e].set;
@@ -171,51 +143,6 @@ ByteSet Walker::byte_class(uint8_t b) const {
     }
   }
   return same;
-}
-
-// Whether c (at depth d of the current path) accepts exactly StringBodyDfa's language from its
-// loop state on every byte but '"' and '\\', without the root rule ending in between: then a
-// token without those bytes is accepted iff its bytes are a string-body prefix.
-bool Walker::is_string_body(int32_t c, uint32_t d) {
-  if (cfg_[c].body < 0) {
-    replay_to(d);
-    pairs_.clear();
-    if (at_.size() < d + kMaxBodyPairs + 2) at_.resize(d + kMaxBodyPairs + 2);
-    const bool ok = bisimulate(c, StringBodyDfa::kLoop, d);
-    cfg_[c].body = ok ? 1 : 0;
-    // A proof covers every configuration it paired with the loop state.
-    for (uint64_t pr : pairs_)
-      if (ok && (pr & 0xFF) == StringBodyDfa::kLoop) cfg_[static_cast<int32_t>(pr >> 8)].body = 1;
-    if (ok) proven_.insert(proven_.end(), pairs_.begin(), pairs_.end());
-  }
-  return cfg_[c].body == 1;
-}
-
-// Explores pairs (configuration, DFA state) reachable together; the parser stands at c.
-bool Walker::bisimulate(int32_t c, int r, uint32_t d) {
-  const uint64_t pair = (uint64_t{static_cast<uint32_t>(c)} << 8) | static_cast<uint32_t>(r);
-  if (std::find(pairs_.begin(), pairs_.end(), pair) != pairs_.end()) return true;
-  if (std::find(proven_.begin(), proven_.end(), pair) != proven_.end()) return true;
-  if (pairs_.size() >= kMaxBodyPairs || cfg_[c].table < 0 || cfg_[c].final) return false;
-  pairs_.push_back(pair);
-  at_[d] = c;
-  for (int b = 0; b < 256; ++b) {
-    if (b == '"' || b == '\\') continue;
-    const int r2 = StringBodyDfa::step(r, static_cast<uint8_t>(b));
-    const int32_t c2 = probe(c, d, static_cast<uint8_t>(b));
-    if ((c2 == kDead) != (r2 == StringBodyDfa::kDead)) return false;
-    if (c2 == kDead) continue;
-    if (cfg_[c2].ex != cfg_[c].ex) return false;
-    const uint64_t p2 = (uint64_t{static_cast<uint32_t>(c2)} << 8) | static_cast<uint32_t>(r2);
-    if (std::find(pairs_.begin(), pairs_.end(), p2) != pairs_.end()) continue;
-    if (std::find(proven_.begin(), proven_.end(), p2) != proven_.end()) continue;
-    DI_CHECK(p_.push_byte(static_cast<uint8_t>(b)));
-    const bool ok = bisimulate(c2, r2, d + 1);
-    p_.pop();
-    at_[d] = c;
-    if (!ok) return false;
-  }
-  return true;
 }
 
 // Whether every byte of `bytes` maps c (at depth d of the current path) back to c.
@@ -238,30 +165,129 @@ bool Walker::loops_on(int32_t c, uint32_t d, const ByteSet& bytes) {
   return true;
 }
 
+bool Walker::take_body_subtree(uint32_t i, int32_t c, uint32_t d, StateMask& out) {
+  const TokenTrie& t = t_;
+  const ByteSet& below = t.subtree_bytes(i);
+  if (below.test('"') || below.test('\\')) return false;
+  const bool big = t.skip(i) > i + kMinBodySubtree;
+  const int r0 = t.body_state(i);
+  if (r0 == StringBodyDfa::kDead) return false;
+  if (r0 != StringBodyDfa::kLoop) {  // inside a character: the unbounded body only
+    if (cfg_[c].ex || !(big || cfg_[c].body_mid == r0) || !is_body_state(c, r0, d)) return false;
+    if (t.subtree_body_ok(i))
+      accept(t.subtree_tokens_begin(i), t.subtree_tokens_end(i));
+    else
+      accept_within(i, t.chars(i), std::numeric_limits<int32_t>::max());
+    return true;
+  }
+  // A proof is cached per configuration, so once proven it pays off for small subtrees too.
+  if ((big || cfg_[c].body == 1) && cfg_[c].budget < 0 && is_string_body(c, d)) {
+    // The path so far ends between characters, so a token below is accepted iff its whole
+    // byte string is a string-body prefix (the DFA is deterministic).
+    if (t.subtree_body_ok(i)) {  // every token below is one: take the contiguous run
+      accept(t.subtree_tokens_begin(i), t.subtree_tokens_end(i));
+      return true;
+    }
+    const bool ex = cfg_[c].ex;
+    for (uint32_t j = i + 1; j < t.skip(i);) {
+      if (t.body_state(j) != StringBodyDfa::kDead && t.subtree_body_ok(j)) {  // one run
+        accept(t.tokens_begin(j), t.subtree_tokens_end(j));
+        j = t.skip(j);
+        continue;
+      }
+      if (t.body_state(j) == StringBodyDfa::kDead && !ex) {  // dead below too
+        j = t.skip(j);
+        continue;
+      }
+      if (t.tokens_begin(j) != t.tokens_end(j)) {
+        if (t.body_state(j) != StringBodyDfa::kDead)
+          accept(t.tokens_begin(j), t.tokens_end(j));
+        else
+          out.uncertain.push_back(j);
+      }
+      ++j;
+    }
+    return true;
+  }
+  // A bounded body (maxLength): the same, and the token's characters must fit the budget.
+  // Without this every character position was a new configuration chain down the trie (~270k
+  // nodes, 3-6 ms per first visit).
+  if (cfg_[c].ex || (!big && cfg_[c].budget == kNotCounted)) return false;
+  const uint32_t base = t.chars(i), top = t.subtree_max_chars(i);
+  if (top >= 255) return false;  // saturated counts
+  const int32_t r = chain_budget(c, d);
+  if (r < 0) return false;
+  if (static_cast<uint32_t>(r) >= top - base && t.subtree_body_ok(i)) {
+    accept(t.subtree_tokens_begin(i), t.subtree_tokens_end(i));
+    return true;
+  }
+  accept_within(i, t.chars(i), r);
+  return true;
+}
+
 std::unique_ptr<StateMask> Walker::run() {
   const TokenTrie& t = t_;
   auto out = std::make_unique<StateMask>();
   // Accepted tokens go straight into a bitmap: states inside free text accept nearly the whole
   // vocabulary, and a growing id vector plus a second pass cost more than the walk itself.
-  std::vector<uint32_t> bits((t.vocab_size() + 31) / 32, 0);
-  size_t num_accepted = 0;
-  auto accept = [&](const int32_t* b, const int32_t* e) {
-    num_accepted += static_cast<size_t>(e - b);
-    for (; b != e; ++b) bits[*b >> 5] |= 1u << (*b & 31);
-  };
+  bits_.assign((t.vocab_size() + 31) / 32, 0);
+  num_accepted_ = 0;
   // Typical walks build tens of configurations: reserving avoids regrowing (and copying) the
   // transition tables, which showed up as malloc time in profiles.
   cfg_.reserve(64);
   trans_.reserve(64 * 256);
   ids_.reserve(64);
   // The root: never merged with others.
-  cfg_.push_back(Config{false, false, 0, {}, {}, -1, p_.next_bytes()});
+  cfg_.push_back(Config{false,
+                        false,
+                        0,
+                        {},
+                        {},
+                        -1,
+                        kMidUnknown,
+                        kBudgetUnknown,
+                        kBudgetUnknown,
+                        {},
+                        p_.next_bytes()});
   trans_.assign(256, kUnknown);
   path_.assign(1, 0);
   at_.assign(1, 0);
   const uint32_t n = static_cast<uint32_t>(t.num_nodes());
+  // A walk rooted in a string body (free or bounded: most states of string rules) takes every
+  // body-prefix token within its budget from the trie's bitmaps and walks only subtrees with a
+  // '"' or '\\' below (or dead bytes on the way): those were ~126k bit sets and ~1 ms.
+  const int32_t root_budget = root_body_budget();
+  if (root_budget >= 0) {
+    const uint32_t* b =
+        t.body_bits_upto(static_cast<uint32_t>(std::min<int32_t>(root_budget, 255)));
+    for (size_t w = 0; w < bits_.size(); ++w) bits_[w] |= b[w];
+    num_accepted_ = t.vocab_size();
+  }
+  anchors_.clear();
   uint32_t i = 1;
   while (i < n) {
+    const bool body_below = t.body_state(i) != StringBodyDfa::kDead &&
+                            !t.subtree_bytes(i).test('"') && !t.subtree_bytes(i).test('\\');
+    if (root_budget >= 0 && body_below) {
+      i = t.skip(i);  // the path and all below are body bytes: the bitmap decided them
+      continue;
+    }
+    while (!anchors_.empty() && anchors_.back().end <= i) anchors_.pop_back();
+    if (!anchors_.empty() && body_below) {
+      // Below a string-body configuration, on body bytes only: decided by the trie's tables
+      // (the children of quote-containing nodes were ~10k parser-free visits per walk).
+      const Anchor& a = anchors_.back();
+      if (t.chars(i) - a.base <= static_cast<uint32_t>(a.budget)) {
+        accept(t.tokens_begin(i), t.tokens_end(i));
+        if (t.subtree_body_ok(i) &&
+            t.subtree_max_chars(i) - a.base <= static_cast<uint32_t>(a.budget))
+          accept(t.subtree_tokens_begin(i), t.subtree_tokens_end(i));
+        else
+          accept_within(i, a.base, a.budget);
+      }
+      i = t.skip(i);
+      continue;
+    }
     const uint32_t d = t.depth(i);
     path_.resize(d + 1);
     at_.resize(d + 1);
@@ -289,47 +315,33 @@ std::unique_ptr<StateMask> Walker::run() {
       i = t.skip(i);
       continue;
     }
-    const ByteSet& below = t.subtree_bytes(i);
-    // A proof is cached per configuration, so once proven it pays off for small subtrees too.
-    if ((t.skip(i) > i + kMinBodySubtree || cfg_[c].body == 1) &&
-        t.body_state(i) == StringBodyDfa::kLoop && !below.test('"') && !below.test('\\') &&
-        is_string_body(c, d)) {
-      // The path so far ends between characters, so a token below is accepted iff its whole
-      // byte string is a string-body prefix (the DFA is deterministic).
-      if (t.subtree_body_ok(i)) {  // every token below is one: take the contiguous run
-        accept(t.subtree_tokens_begin(i), t.subtree_tokens_end(i));
-        i = t.skip(i);
-        continue;
-      }
-      for (uint32_t j = i + 1; j < t.skip(i); ++j) {
-        if (t.tokens_begin(j) == t.tokens_end(j)) continue;
-        if (t.body_state(j) != StringBodyDfa::kDead)
-          accept(t.tokens_begin(j), t.tokens_end(j));
-        else if (cfg_[c].ex)
-          out->uncertain.push_back(j);
-      }
+    if (t.skip(i) > i + 1 && (take_body_subtree(i, c, d, *out) || take_class_subtree(i, c, d))) {
       i = t.skip(i);
       continue;
     }
+    if (t.skip(i) > i + 1 && t.body_state(i) == StringBodyDfa::kLoop) {
+      const int32_t r = anchor_budget(i, c, d);
+      if (r >= 0) anchors_.push_back(Anchor{t.skip(i), t.chars(i), r});
+    }
     ++i;
   }
-  if (num_accepted * 32 < t.vocab_size()) {
-    for (size_t w = 0; w < bits.size(); ++w) {
-      for (uint32_t m = bits[w]; m; m &= m - 1)
+  if (num_accepted_ * 32 < t.vocab_size()) {
+    for (size_t w = 0; w < bits_.size(); ++w) {
+      for (uint32_t m = bits_[w]; m; m &= m - 1)
         out->accepted_ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(m)));
     }
   } else {
-    out->accepted_bits = std::move(bits);
+    out->accepted_bits = std::move(bits_);
   }
   return out;
 }
 
-}  // namespace
+}  // namespace walk
 
 std::unique_ptr<StateMask> compute_state_mask(const NfaGrammar& g,
                                               const TokenTrie& trie,
                                               uint32_t q) {
-  return Walker(g, trie, q).run();
+  return walk::Walker(g, trie, q).run();
 }
 
 }  // namespace di::grammar

@@ -67,6 +67,13 @@ std::shared_ptr<const TokenTrie> TokenTrie::build(const Vocabulary& vocab) {
     t->body_state_[i] =
         static_cast<int8_t>(up == StringBodyDfa::kDead ? up : StringBodyDfa::step(up, t->byte_[i]));
   }
+  t->chars_.assign(t->byte_.size(), 0);
+  for (size_t i = 1; i < t->byte_.size(); ++i) {
+    const uint32_t up = t->chars_[t->parent_[i]];
+    const bool starts = t->byte_[i] < 0x80 || t->byte_[i] > 0xBF;
+    t->chars_[i] = static_cast<uint8_t>(std::min<uint32_t>(up + starts, 255));
+  }
+  t->sub_max_chars_ = t->chars_;
   // Children follow their parent in preorder, so one backward pass folds subtrees upwards.
   t->sub_bytes_.assign(t->byte_.size(), ByteSet{});
   t->sub_body_ok_.assign(t->byte_.size(), 1);
@@ -74,9 +81,29 @@ std::shared_ptr<const TokenTrie> TokenTrie::build(const Vocabulary& vocab) {
     ByteSet& up = t->sub_bytes_[t->parent_[i]];
     up |= t->sub_bytes_[i];
     up.set(t->byte_[i]);
+    uint8_t& m = t->sub_max_chars_[t->parent_[i]];
+    m = std::max(m, t->sub_max_chars_[i]);
     if (!t->sub_body_ok_[i] || t->body_state_[i] == StringBodyDfa::kDead)
       t->sub_body_ok_[t->parent_[i]] = 0;
   }
+  // Cumulative body bitmaps by character count.
+  const size_t words = (n + 31) / 32;
+  uint32_t max_chars = 0;
+  for (size_t i = 1; i < t->byte_.size(); ++i)
+    if (t->body_state_[i] != StringBodyDfa::kDead && t->tok_begin_[i] != t->tok_begin_[i + 1])
+      max_chars = std::max<uint32_t>(max_chars, t->chars_[i]);
+  t->body_levels_ = max_chars + 1;
+  t->body_bits_.assign(t->body_levels_ * words, 0);
+  for (size_t i = 1; i < t->byte_.size(); ++i) {
+    if (t->body_state_[i] == StringBodyDfa::kDead) continue;
+    for (uint32_t k = t->tok_begin_[i]; k < t->tok_begin_[i + 1]; ++k) {
+      const int32_t id = t->toks_[k];
+      t->body_bits_[t->chars_[i] * words + (id >> 5)] |= 1u << (id & 31);
+    }
+  }
+  for (size_t l = 1; l < t->body_levels_; ++l)
+    for (size_t w = 0; w < words; ++w)
+      t->body_bits_[l * words + w] |= t->body_bits_[(l - 1) * words + w];
   return t;
 }
 

@@ -3,6 +3,7 @@
 // the tokenizer module (see house-style §4.2); whoever owns a tokenizer builds this view.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -60,6 +61,17 @@ class TokenTrie {
   // Whether every node strictly below `node` has a live body_state (all its tokens are
   // string-body prefixes).
   bool subtree_body_ok(uint32_t node) const { return sub_body_ok_[node] != 0; }
+  // Characters started on the path to `node` (bytes outside 80-BF, saturating at 255), and the
+  // most of any node in its subtree: a bounded string body accepts a body-prefix token iff its
+  // characters fit the remaining budget (state_walk.cc).
+  uint32_t chars(uint32_t node) const { return chars_[node]; }
+  uint32_t subtree_max_chars(uint32_t node) const { return sub_max_chars_[node]; }
+  // Bitmap [ceil(vocab/32)] of the tokens that are string-body prefixes of at most k characters
+  // (k past the longest: all of them). A mask walk rooted in a string body takes these at once.
+  const uint32_t* body_bits_upto(uint32_t k) const {
+    const size_t words = (vocab_size() + 31) / 32;
+    return body_bits_.data() + std::min<size_t>(k, body_levels_ - 1) * words;
+  }
   // Preorder node of a text token, or -1 for special/empty tokens.
   int32_t node_of(int32_t id) const { return node_of_[id]; }
 
@@ -77,6 +89,9 @@ class TokenTrie {
   std::vector<ByteSet> sub_bytes_;
   std::vector<int8_t> body_state_;
   std::vector<uint8_t> sub_body_ok_;
+  std::vector<uint8_t> chars_, sub_max_chars_;
+  std::vector<uint32_t> body_bits_;  // [body_levels_][words], cumulative over characters
+  size_t body_levels_ = 1;
 };
 
 }  // namespace di::grammar

@@ -52,6 +52,30 @@ class SchemaConverter {
                          const std::string& path,
                          int depth);
   ExprId key_not_in(const std::vector<std::string>& keys);
+  void merge_object_shapes(json& base, json& p, const std::string& path);
+  std::vector<bool> names_match(const json& pn,
+                                const std::vector<std::string>& names,
+                                const std::string& path);
+  std::optional<ExprId> property_name_key(const json& pn,
+                                          const std::vector<std::string>& declared,
+                                          const std::string& path);
+  std::optional<std::vector<json>> finite_values(const json& s, const std::string& path);
+  bool schema_allows_type(const json& s, const json& v);
+  std::optional<ExprId> unique_items_expr(const json& s,
+                                          const json& items,
+                                          bool plain,
+                                          int64_t lo,
+                                          int64_t hi,
+                                          ExprId sep,
+                                          const std::string& path);
+  std::optional<ExprId> contains_expr(const json& s,
+                                      const json& items,
+                                      bool plain,
+                                      int64_t lo,
+                                      int64_t hi,
+                                      ExprId sep,
+                                      const std::string& path,
+                                      int depth);
   ExprId shared_rule(const std::string& key, const std::function<ExprId()>& body);
   ExprId regex_expr(const std::string& pattern, bool search, const std::string& path);
 

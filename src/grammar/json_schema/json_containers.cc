@@ -117,18 +117,34 @@ ExprId SchemaConverter::object_expr(const json& s, const std::string& path, int 
         {g_.literal(json(r).dump()), colon, value(ap, path + "/additionalProperties", depth + 1)}));
     req.push_back(true);
   }
+  // propertyNames: a declared name it rejects cannot appear (nothing, if required).
+  const bool has_pn = s.contains("propertyNames") && s["propertyNames"] != json(true);
+  const std::vector<std::string> declared = names;
+  if (has_pn) {
+    std::vector<bool> ok = names_match(s["propertyNames"], names, path + "/propertyNames");
+    for (size_t i = names.size(); i-- > 0;) {
+      if (ok[i]) continue;
+      if (req[i]) return g_.nothing();
+      names.erase(names.begin() + static_cast<std::ptrdiff_t>(i));
+      items.erase(items.begin() + static_cast<std::ptrdiff_t>(i));
+      req.erase(req.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
   // Additional properties.
   std::optional<ExprId> extra;
   json ap = s.contains("additionalProperties") ? s["additionalProperties"] : json(true);
   if (s.contains("patternProperties") && s["patternProperties"].is_object() &&
       !s["patternProperties"].empty()) {
-    extra = pattern_members(s["patternProperties"], names, path, depth);
+    if (has_pn && !opts_.lenient)
+      unsupported(path, "propertyNames together with patternProperties");
+    extra = pattern_members(s["patternProperties"], declared, path, depth);
   } else if (!(ap.is_boolean() && ap == false)) {
-    bool keys_ok = std::all_of(names.begin(), names.end(), plain_ascii_key);
-    if (keys_ok) {
-      ExprId key = names.empty() ? string_rule(json::object(), path) : key_not_in(names);
-      extra = as_rule(g_.seq({key, colon, value(ap, path + "/additionalProperties", depth + 1)}));
-    }
+    std::optional<ExprId> key;
+    if (has_pn) key = property_name_key(s["propertyNames"], declared, path + "/propertyNames");
+    if (!key && std::all_of(declared.begin(), declared.end(), plain_ascii_key))
+      key = declared.empty() ? string_rule(json::object(), path) : key_not_in(declared);
+    if (key)
+      extra = as_rule(g_.seq({*key, colon, value(ap, path + "/additionalProperties", depth + 1)}));
   }
   size_t n = items.size();
   auto minp = s.contains("minProperties") && s["minProperties"].is_number()
@@ -188,6 +204,12 @@ ExprId SchemaConverter::array_expr(const json& s, const std::string& path, int d
   if (lo > kMaxItems || hi > kMaxItems) unsupported(path, "minItems/maxItems above 10000");
   if (hi >= 0 && hi < lo) return g_.nothing();
   ExprId sep = g_.seq({ws(), g_.literal(","), ws()});
+  if (s.contains("uniqueItems") && s["uniqueItems"] == true && (hi < 0 || hi > 1)) {
+    if (auto u = unique_items_expr(s, rest_schema, tuple.empty(), lo, hi, sep, path)) return *u;
+  }
+  if (s.contains("contains")) {
+    if (auto c = contains_expr(s, rest_schema, tuple.empty(), lo, hi, sep, path, depth)) return *c;
+  }
   std::optional<ExprId> elem;
   if (rest_allowed) elem = as_rule(value(rest_schema, path + "/items", depth + 1));
   // tail(i): elements i.. given i already written.

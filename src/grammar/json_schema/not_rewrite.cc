@@ -84,7 +84,94 @@ json without_key(json s, const json& req) {
   return s;
 }
 
+// not {const: v} / not {enum: [...]}: s's own finite set of values minus those. Numbers
+// compare by value (1 == 1.0), as JSON Schema does.
+json without_values(json s, const json& excluded) {
+  auto same = [](const json& a, const json& b) {
+    if (a.is_number() && b.is_number()) return a.get<double>() == b.get<double>();
+    return a == b;
+  };
+  json vals = json::array();
+  if (s.contains("const")) {
+    vals.push_back(s["const"]);
+  } else if (s.contains("enum") && s["enum"].is_array()) {
+    vals = s["enum"];
+  } else if (s.contains("type") && s["type"] == "boolean") {
+    vals = json::array({true, false});
+  } else if (s.contains("type") && s["type"] == "null") {
+    vals = json::array({nullptr});
+  } else {
+    return s;
+  }
+  json kept = json::array();
+  for (const json& v : vals) {
+    bool drop = false;
+    for (const json& x : excluded) drop = drop || same(v, x);
+    if (!drop) kept.push_back(v);
+  }
+  if (kept.empty()) return json(false);
+  s.erase("not");
+  s.erase("const");
+  s["enum"] = kept;
+  return s;
+}
+
 }  // namespace
+
+json negate_schema(const json& i) {
+  if (i.is_boolean()) return json(!i.get<bool>());
+  if (!i.is_object()) return json();
+  bool object = false;
+  for (auto& [k, v] : i.items()) {
+    if (is_annotation(k)) continue;
+    if (k == "type" && (v == "object" || v == json::array({"object"}))) {
+      object = true;
+    } else if (k == "type" && i.size() == 1) {
+      return json{{"not", i}};  // rewrite_not: the remaining types
+    } else if (k != "properties" && k != "required") {
+      return json();
+    }
+  }
+  json parts = json::array();
+  if (object) parts.push_back({{"type", {"null", "boolean", "number", "string", "array"}}});
+  if (i.contains("required")) {
+    if (!i["required"].is_array()) return json();
+    for (const json& r : i["required"]) {
+      if (!r.is_string()) return json();
+      parts.push_back({{"type", "object"}, {"properties", {{r.get<std::string>(), false}}}});
+    }
+  }
+  if (i.contains("properties")) {
+    if (!i["properties"].is_object()) return json();
+    for (auto& [k, x] : i["properties"].items()) {
+      if (x == json(true)) continue;  // every value satisfies it
+      json prop = x == json(false) ? json(true) : json{{"not", x}};
+      parts.push_back({{"type", "object"}, {"required", {k}}, {"properties", {{k, prop}}}});
+    }
+  }
+  if (parts.empty()) return json(false);  // i holds for everything
+  return parts.size() == 1 ? parts[0] : json{{"anyOf", parts}};
+}
+
+json rewrite_if(json s) {
+  if (!s.is_object() || !s.contains("if")) return s;
+  if (!s.contains("then") && !s.contains("else")) {  // no effect
+    s.erase("if");
+    return s;
+  }
+  if (s.contains("anyOf") || s.contains("oneOf")) return s;
+  const json cond = s["if"];
+  json neg = negate_schema(cond);
+  if (neg.is_null()) return s;
+  const json then = s.contains("then") ? s["then"] : json(true);
+  const json other = s.contains("else") ? s["else"] : json(true);
+  s.erase("if");
+  s.erase("then");
+  s.erase("else");
+  s["anyOf"] = json::array(
+      {json{{"allOf", json::array({cond, then})}}, json{{"allOf", json::array({neg, other})}}});
+  return s;
+}
 
 json rewrite_not(json s) {
   // Each round removes one `not` level; bounded so a deep chain cannot loop for long.
@@ -110,6 +197,11 @@ json rewrite_not(json s) {
     if (k == "required") {
       json r = without_key(s, n["required"]);
       if (r.is_object() && r.contains("not")) break;  // several keys: "one of them absent"
+      return r;
+    }
+    if (k == "const" || (k == "enum" && n["enum"].is_array())) {
+      json r = without_values(s, k == "const" ? json::array({n["const"]}) : n["enum"]);
+      if (r.is_object() && r.contains("not")) break;  // s is no finite set
       return r;
     }
     if (k == "type") {

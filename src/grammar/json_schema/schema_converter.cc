@@ -91,6 +91,10 @@ bool type_allows(const std::vector<std::string>& types, const std::string& t) {
 
 }  // namespace
 
+bool SchemaConverter::schema_allows_type(const json& s, const json& v) {
+  return type_allows(types_of(s), json_type_of(v));
+}
+
 void SchemaConverter::unsupported(const std::string& path, const std::string& what) {
   throw SchemaError(StatusCode::kUnimplemented,
                     "JSON Schema at '" + path + "': unsupported " + what);
@@ -101,14 +105,18 @@ void SchemaConverter::check_keywords(const json& s, const std::string& path) {
   if (opts_.lenient) return;
   for (auto& [k, v] : s.items()) {
     if (k == "not" || k == "dependentRequired" || k == "dependentSchemas" || k == "dependencies" ||
-        k == "contains" || k == "minContains" || k == "maxContains" || k == "propertyNames" ||
         k == "unevaluatedProperties" || k == "unevaluatedItems" || k == "$dynamicRef" ||
         k == "$recursiveRef")
       unsupported(path, "keyword '" + k + "'");
+    // Enforced by the array/object builders, which const/enum values never reach.
+    if ((k == "contains" || k == "propertyNames") && (s.contains("const") || s.contains("enum")))
+      unsupported(path, "keyword '" + k + "' together with const/enum");
     if (k == "if" && (s.contains("then") || s.contains("else"))) unsupported(path, "keyword 'if'");
-    if (k == "uniqueItems" && v == true &&
+    // uniqueItems is enforced by the array builder for finite scalar items (or refused there);
+    // const/enum arrays never reach it.
+    if (k == "uniqueItems" && v == true && (s.contains("const") || s.contains("enum")) &&
         !(s.contains("maxItems") && s["maxItems"].is_number() && s["maxItems"] <= 1))
-      unsupported(path, "keyword 'uniqueItems'");
+      unsupported(path, "keyword 'uniqueItems' together with const/enum");
   }
 }
 
@@ -173,10 +181,11 @@ json SchemaConverter::merge_all_of(const json& s, const std::string& path, int d
     auto array_shape = [](const json& x) {
       return x.contains("items") || x.contains("prefixItems") || x.contains("additionalItems");
     };
-    if ((object_shape(p) && object_shape(base) &&
-         (p.contains("additionalProperties") || base.contains("additionalProperties"))) ||
-        (array_shape(p) && array_shape(base)))
-      unsupported(path, "allOf parts that both constrain object properties or array items");
+    if (object_shape(p) && object_shape(base) &&
+        (p.contains("additionalProperties") || base.contains("additionalProperties")))
+      merge_object_shapes(base, p, path);
+    if (array_shape(p) && array_shape(base))
+      unsupported(path, "allOf parts that both constrain array items");
     for (auto& [k, v] : p.items()) {
       if (!base.contains(k)) {
         base[k] = v;
@@ -335,6 +344,7 @@ ExprId SchemaConverter::value(const json& s_in, const std::string& path, int dep
     s = rewrite_not(merge_all_of(s, path, depth));
   }
   if (s.is_boolean()) return value(s, path, depth + 1);
+  s = rewrite_if(s);  // anyOf [if and then, not-if and else], when not-if has a positive form
   check_keywords(s, path);
 
   std::vector<ExprId> conj;  // anyOf/oneOf restrict the same value: handled as alternatives
@@ -364,8 +374,16 @@ ExprId SchemaConverter::value(const json& s_in, const std::string& path, int dep
     return g_.alt(std::move(alts));
   }
 
-  if (s.contains("const")) return literal_value(s["const"]);
   auto types = types_of(s);
+  if (s.contains("const")) {
+    // Merged allOf parts (if/then branches) can put const next to enum or type: all hold.
+    const json& c = s["const"];
+    if (s.contains("type") && !type_allows(types, json_type_of(c))) return g_.nothing();
+    if (s.contains("enum") && s["enum"].is_array() &&
+        std::find(s["enum"].begin(), s["enum"].end(), c) == s["enum"].end())
+      return g_.nothing();
+    return literal_value(c);
+  }
   if (s.contains("enum")) {
     if (!s["enum"].is_array())
       throw SchemaError(StatusCode::kInvalidArgument, "enum must be an array at " + path);

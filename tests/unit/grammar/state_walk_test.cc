@@ -31,6 +31,13 @@ Vocabulary dense_vocab() {
   for (const char* s : {"\"", "a\"", "\",", "\\\"", "\\\\", "\\n", "\\u00e9", "\":", "{\"", "qu\"",
                         "q\"", "1", "12", ",", "}", "{", " \"", "\xC3\xA9\""})
     v.token_bytes.push_back(s);
+  // Long tokens: a bounded body's proof looks 16-32 characters ahead, deeper ones are walked
+  // (and proven again further down).
+  for (int n = 4; n <= 40; n += 3) {
+    v.token_bytes.push_back(std::string(n, 'a'));
+    v.token_bytes.push_back(std::string(n, 'a') + "\xC3\xA9");
+    v.token_bytes.push_back(std::string(n, 'q') + "\"");
+  }
   return v;
 }
 
@@ -61,6 +68,17 @@ TEST(StateWalk, MasksEqualOneByOneAcceptanceOnADenseVocabulary) {
   for (const char* schema : {
            R"({"type":"string"})",
            R"({"type":"string","maxLength":4})",
+           // Bounded bodies (budget proofs): around the look-ahead and the long tokens.
+           R"({"type":"string","maxLength":1})",
+           R"({"type":"string","maxLength":3})",
+           R"({"type":"string","minLength":5,"maxLength":17})",
+           R"({"type":"string","maxLength":31})",
+           R"({"type":"string","maxLength":45})",
+           R"({"type":"array","items":{"type":"string","maxLength":9}})",
+           // Counted regex classes (class runs).
+           R"({"type":"string","pattern":"^[aqu ]{0,7}$"})",
+           R"({"type":"string","pattern":"^[a-z]{2,30}q?$"})",
+           R"({"type":"string","pattern":"^a[aq]{3}u*$"})",
            R"({"type":"string","pattern":"^[a-z ]*$"})",
            R"({"type":"object","properties":{"qu":{"type":"integer"}},"required":["qu"],
                "additionalProperties":{"type":"string"}})",
@@ -73,6 +91,33 @@ TEST(StateWalk, MasksEqualOneByOneAcceptanceOnADenseVocabulary) {
                {"type":"array","items":{"type":"string"}}]})",
        })
     check_walks(c, schema, rng);
+}
+
+// Long bounded strings: a chain state with 256 or more characters left is taken as unbounded, so
+// check masks near the far end of long chains too (where the budget is below the longest token).
+TEST(StateWalk, LongBoundedStringsNearTheirEnd) {
+  GrammarCompiler c(TokenTrie::build(dense_vocab()));
+  for (int max_len : {40, 255, 300, 600}) {
+    std::string schema = R"({"type":"string","maxLength":)";
+    schema += std::to_string(max_len);
+    schema += "}";
+    auto g = c.compile_json_schema(schema);
+    ASSERT_TRUE(g) << g.status().message();
+    for (int prefix : {0, max_len / 2, max_len - 41, max_len - 17, max_len - 3, max_len}) {
+      if (prefix < 0) continue;
+      GrammarMatcher m(*g);
+      std::string text(static_cast<size_t>(prefix) + 1, 'q');
+      text[0] = '"';
+      ASSERT_TRUE(m.accept_bytes(text));
+      TokenBitmask mask;
+      m.fill_next_token_bitmask(mask);
+      for (int32_t id = 0; id < static_cast<int32_t>(mask.vocab_size()); ++id) {
+        const bool ok = m.accept_token(id);
+        if (ok) m.rollback(1);
+        ASSERT_EQ(ok, mask.test(id)) << schema << " after " << prefix << " token " << id;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+// JSON Schema applicators that need more than one grammar piece: contains/minContains,
+// propertyNames, uniqueItems over finite items, if/then/else (via the negated condition) and
+// allOf of object shapes with additionalProperties. Each grammar must be exact where it
+// compiles; forms it cannot enforce are strict errors naming the keyword, ignored when lenient.
+#include <gtest/gtest.h>
+
+#include "grammar/json_schema/schema_converter.h"
+#include "test_vocab.h"
+
+namespace di::grammar {
+namespace {
+
+class Schema {
+ public:
+  explicit Schema(const std::string& schema, JsonSchemaOptions o = {}) {
+    auto g = json_schema_to_grammar(std::string_view(schema), o);
+    status_ = g.error();
+    if (!g) return;
+    auto cg = CompiledGrammar::create(*g, TokenTrie::build(testing::small_vocab()));
+    EXPECT_TRUE(cg.has_value());
+    cg_ = *cg;
+  }
+  bool ok() const { return cg_ != nullptr; }
+  bool accepts(const std::string& s) const { return testing::matches(cg_, s); }
+  const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+  std::shared_ptr<const CompiledGrammar> cg_;
+};
+
+JsonSchemaOptions lenient() {
+  JsonSchemaOptions o;
+  o.lenient = true;
+  return o;
+}
+
+TEST(grammar_json_schema_keywords, Contains) {
+  Schema s(R"({"type":"array","items":{"type":"integer"},"contains":{"const":7}})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s.accepts("[7]"));
+  EXPECT_TRUE(s.accepts("[1, 7, 2]"));
+  EXPECT_TRUE(s.accepts("[7,7]"));
+  EXPECT_FALSE(s.accepts("[]"));
+  EXPECT_FALSE(s.accepts("[1, 2]"));
+  EXPECT_FALSE(s.accepts("[7, \"a\"]"));
+  Schema two(R"({"type":"array","contains":{"type":"string"},"minContains":2,"maxItems":3})");
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  EXPECT_TRUE(two.accepts(R"(["a", "b"])"));
+  EXPECT_TRUE(two.accepts(R"([1, "a", "b"])"));
+  EXPECT_FALSE(two.accepts(R"(["a", 1])"));
+  EXPECT_FALSE(two.accepts(R"(["a", "b", "c", "d"])"));
+  Schema min_items(R"({"contains":{"const":1},"minItems":3})");
+  ASSERT_TRUE(min_items.ok()) << min_items.status().message();
+  EXPECT_TRUE(min_items.accepts("[2, 1, 2]"));
+  EXPECT_FALSE(min_items.accepts("[1, 2]"));
+  EXPECT_TRUE(min_items.accepts("\"not an array\""));
+  Schema none(R"({"contains":{"const":1},"minContains":0})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none.accepts("[]"));
+  // maxContains needs "does not match": refused unless maxItems implies it.
+  Schema max(R"({"type":"array","contains":{"const":1},"maxContains":1})");
+  ASSERT_FALSE(max.ok());
+  EXPECT_NE(max.status().message().find("maxContains"), std::string::npos);
+  EXPECT_TRUE(Schema(R"({"type":"array","contains":{"const":1},"maxContains":1})", lenient()).ok());
+  EXPECT_TRUE(Schema(R"({"contains":{"const":1},"maxContains":2,"maxItems":2})").ok());
+}
+
+TEST(grammar_json_schema_keywords, PropertyNames) {
+  Schema map(R"({"type":"object","propertyNames":{"pattern":"^a+$"},
+                  "additionalProperties":{"type":"integer"}})");
+  ASSERT_TRUE(map.ok()) << map.status().message();
+  EXPECT_TRUE(map.accepts(R"({"a": 1, "aa": 2})"));
+  EXPECT_TRUE(map.accepts("{}"));
+  EXPECT_FALSE(map.accepts(R"({"b": 1})"));
+  EXPECT_FALSE(map.accepts(R"({"a": "x"})"));
+  // Declared names the schema rejects cannot appear; extra keys from a finite set.
+  Schema decl(R"({"properties":{"ab":{"type":"integer"},"b":{}},"required":["b"],
+                  "propertyNames":{"enum":["ab","b","ba"]}})");
+  ASSERT_TRUE(decl.ok()) << decl.status().message();
+  EXPECT_TRUE(decl.accepts(R"({"ab": 1, "b": 2, "ba": 3})"));
+  EXPECT_FALSE(decl.accepts(R"({"b": 2, "c": 3})"));
+  Schema drop(R"({"properties":{"ab":{},"b":{}},"propertyNames":{"maxLength":1},
+                  "additionalProperties":false})");
+  ASSERT_TRUE(drop.ok()) << drop.status().message();
+  EXPECT_TRUE(drop.accepts(R"({"b": 1})"));
+  EXPECT_FALSE(drop.accepts(R"({"ab": 1})"));
+  EXPECT_TRUE(Schema(R"({"required":["ab"],"propertyNames":{"maxLength":1}})").ok());
+  EXPECT_FALSE(Schema(R"({"required":["ab"],"propertyNames":{"maxLength":1}})").accepts("{}"));
+  // A pattern next to declared names would need an intersection: refused, named.
+  Schema both(R"({"properties":{"a":{}},"propertyNames":{"pattern":"^a"}})");
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("propertyNames"), std::string::npos);
+  EXPECT_TRUE(
+      Schema(R"({"properties":{"a":{}},"propertyNames":{"pattern":"^a"}})", lenient()).ok());
+}
+
+TEST(grammar_json_schema_keywords, UniqueItemsOverFiniteItems) {
+  Schema s(R"({"type":"array","items":{"enum":["a","b",1,1.0]},"uniqueItems":true,
+               "minItems":1})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s.accepts(R"(["a", "b", 1])"));
+  EXPECT_TRUE(s.accepts(R"([1, "a"])"));
+  EXPECT_FALSE(s.accepts(R"(["a", "a"])"));
+  EXPECT_FALSE(s.accepts(R"([1, "b", 1])"));
+  EXPECT_FALSE(s.accepts("[]"));
+  Schema bools(R"({"items":{"type":"boolean"},"uniqueItems":true})");
+  ASSERT_TRUE(bools.ok());
+  EXPECT_TRUE(bools.accepts("[true, false]"));
+  EXPECT_FALSE(bools.accepts("[false, false]"));
+  EXPECT_TRUE(bools.accepts("\"x\""));
+  // Free items: refused in strict mode, naming the keyword; ignored when lenient.
+  Schema free(R"({"type":"array","items":{"type":"string"},"uniqueItems":true})");
+  ASSERT_FALSE(free.ok());
+  EXPECT_NE(free.status().message().find("uniqueItems"), std::string::npos);
+  EXPECT_TRUE(
+      Schema(R"({"type":"array","items":{"type":"string"},"uniqueItems":true})", lenient()).ok());
+  EXPECT_FALSE(Schema(R"({"enum":[[1,1]],"uniqueItems":true})").ok());
+}
+
+TEST(grammar_json_schema_keywords, IfThenElse) {
+  Schema s(R"({"type":"object","properties":{"c":{"enum":["us","ca"]},"z":{"type":"string"}},
+               "if":{"properties":{"c":{"const":"us"}}},
+               "then":{"properties":{"z":{"pattern":"^[0-9]+$"}}},
+               "else":{"properties":{"z":{"pattern":"^[a-z]+$"}}}})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s.accepts(R"({"c": "us", "z": "12"})"));
+  EXPECT_TRUE(s.accepts(R"({"c": "ca", "z": "ab"})"));
+  EXPECT_TRUE(s.accepts(R"({"z": "12"})"));  // no c: the condition holds vacuously
+  EXPECT_FALSE(s.accepts(R"({"c": "us", "z": "ab"})"));
+  EXPECT_FALSE(s.accepts(R"({"c": "ca", "z": "12"})"));
+  EXPECT_FALSE(s.accepts(R"({"z": "ab"})"));
+  Schema req(R"({"if":{"required":["a"]},"then":{"required":["b"]},"else":{"type":"string"}})");
+  ASSERT_TRUE(req.ok()) << req.status().message();
+  EXPECT_TRUE(req.accepts(R"({"a": 1, "b": 2})"));
+  EXPECT_FALSE(req.accepts(R"({"a": 1})"));
+  EXPECT_TRUE(req.accepts(R"("x")"));
+  EXPECT_FALSE(req.accepts("{}"));  // no a: else applies, which wants a string
+  EXPECT_TRUE(req.accepts("1"));    // not an object: the condition holds vacuously
+  Schema typed(R"({"if":{"type":"string"},"then":{"maxLength":1},"else":{"type":"null"}})");
+  ASSERT_TRUE(typed.ok()) << typed.status().message();
+  EXPECT_TRUE(typed.accepts(R"("a")"));
+  EXPECT_FALSE(typed.accepts(R"("ab")"));
+  EXPECT_TRUE(typed.accepts("null"));
+  EXPECT_FALSE(typed.accepts("1"));
+  // A condition without a positive negation: refused, named; ignored when lenient.
+  Schema hard(R"({"if":{"pattern":"^a"},"then":{"maxLength":1}})");
+  ASSERT_FALSE(hard.ok());
+  EXPECT_NE(hard.status().message().find("'if'"), std::string::npos);
+  EXPECT_TRUE(Schema(R"({"if":{"pattern":"^a"},"then":{"maxLength":1}})", lenient()).ok());
+}
+
+TEST(grammar_json_schema_keywords, AllOfObjectShapesWithAdditionalProperties) {
+  Schema s(R"({"allOf":[{"properties":{"a":{"type":"integer"}},"additionalProperties":false},
+                        {"properties":{"a":{"minimum":1},"b":{}}}]})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s.accepts(R"({"a": 2})"));
+  EXPECT_FALSE(s.accepts(R"({"a": 0})"));
+  EXPECT_FALSE(s.accepts(R"({"b": 1})"));  // b is an additional property of the first part
+  EXPECT_FALSE(s.accepts(R"({"c": 1})"));
+}
+
+}  // namespace
+}  // namespace di::grammar
