@@ -72,6 +72,11 @@ struct RouteParams {
 // take point there. Weights (WeightView and the small per-layer vectors: norm weights, sinks,
 // biases) and metadata (positions, visible counts, the key pointer table, the router's
 // outputs) are host memory; a device backend caches weights by address.
+// One MoE layer's routed experts: expert e's w1/w3 [inter, dim] and w2 [dim, inter].
+struct MoeExpertViews {
+  std::span<const WeightView> w1, w3, w2;
+};
+
 class Ops : public Memory {
  public:
   ~Ops() override = default;
@@ -180,6 +185,26 @@ class Ops : public Memory {
                            const float* qk_weight /*[hc * dim]*/,
                            int hc,
                            float eps) const = 0;
+
+  // The whole routed MoE of one layer when the backend has a fused path for these weights: the
+  // router (moe_route's numerics), every routed expert (swiglu with the routing weight before
+  // w2) and the combine with `shared`, the shared expert's output: out = bf16(sum over the row's
+  // experts in ascending index, in fp32 from 0, then + shared), as the model's loop computes.
+  // The routing decision is also copied to the host arrays `experts`/`weights` ([rows, topk])
+  // when they are non-null (traces). Returns false, having done nothing, when there is no fused
+  // path (the CPU backend; unsupported shapes); the model then routes and loops itself.
+  virtual bool fused_moe(ConstRowsView /*x*/,
+                         const WeightView& /*gate*/,
+                         const float* /*bias*/,
+                         const RouteParams& /*params*/,
+                         const MoeExpertViews& /*experts*/,
+                         float /*swiglu_limit*/,
+                         ConstRowsView /*shared*/,
+                         RowsView /*out*/,
+                         int32_t* /*experts_out*/,
+                         float* /*weights_out*/) const {
+    return false;
+  }
 
   // dst[rows[i]] += src[i] in fp32, for i ascending (rows: host indices, distinct). The MoE
   // combine adds each expert's rows into the accumulator this way, experts in index order.

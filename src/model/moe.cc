@@ -70,12 +70,35 @@ void Model::moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView 
   p.route_scale = config_.route_scale;
   std::vector<int32_t> experts(static_cast<size_t>(T * p.topk));
   std::vector<float> weights(static_cast<size_t>(T * p.topk));
-  ops_->moe_route(u, m.gate, m.bias.data(), p, experts.data(), weights.data());
-  if (ctx && ctx->trace) {
+  const bool tracing = ctx && ctx->trace;
+  auto record = [&] {
+    if (!tracing) return;
     ctx->trace->moe_experts[layer] = experts;
     ctx->trace->moe_weights[layer] = weights;
     ctx->trace->moe_gap[layer] = router_margins(u, m, p);
+  };
+  Buffer shared(*ops_, T, dim);
+  run_expert(*ops_, m.shared, u, nullptr, config_.swiglu_limit, shared.view());
+
+  // A backend with a fused MoE keeps the routing on its side (no host wait unless tracing).
+  std::vector<WeightView> w1, w3, w2;
+  w1.reserve(m.experts.size());
+  w3.reserve(m.experts.size());
+  w2.reserve(m.experts.size());
+  for (const ExpertWeights& e : m.experts) {
+    w1.push_back(e.w1);
+    w3.push_back(e.w3);
+    w2.push_back(e.w2);
   }
+  if (ops_->fused_moe(u, m.gate, m.bias.data(), p, backend::MoeExpertViews{w1, w3, w2},
+                      config_.swiglu_limit, shared.view(), out, tracing ? experts.data() : nullptr,
+                      tracing ? weights.data() : nullptr)) {
+    record();
+    return;
+  }
+
+  ops_->moe_route(u, m.gate, m.bias.data(), p, experts.data(), weights.data());
+  record();
 
   // The combine in the reference's order: routed experts' rows added into an fp32 accumulator in
   // expert index order, then the shared expert, one bf16 rounding.
@@ -102,8 +125,6 @@ void Model::moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView 
                ys_d.view());
     ops_->add_rows(ys_d.view(), rows.data(), acc.view());
   }
-  Buffer shared(*ops_, T, dim);
-  run_expert(*ops_, m.shared, u, nullptr, config_.swiglu_limit, shared.view());
   ops_->add_round_bf16(acc.view(), shared.view(), out);
 }
 

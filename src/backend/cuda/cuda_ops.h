@@ -103,6 +103,18 @@ class CudaOps final : public Ops {
   void softmax_pool(
       const float* kv, const float* score, int group, int64_t dim, float* out) const override;
   void add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const override;
+  // FP4 experts with dim and inter multiples of 128 (moe_grouped.h); device-side routing, one
+  // wait only when the decision is copied out.
+  bool fused_moe(ConstRowsView x,
+                 const WeightView& gate,
+                 const float* bias,
+                 const RouteParams& params,
+                 const MoeExpertViews& experts,
+                 float swiglu_limit,
+                 ConstRowsView shared,
+                 RowsView out,
+                 int32_t* experts_out,
+                 float* weights_out) const override;
   void add_round_bf16(ConstRowsView a, ConstRowsView b, RowsView out) const override;
 
  private:

@@ -1,0 +1,199 @@
+// CudaOps' private state, shared by the files that implement its ops (cuda_ops.cc,
+// cuda_ops_moe.cc): the stream, the arena, the weight cache and the latched error, plus the staging
+// helpers.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/device_arena.h"
+#include "backend/cuda/kernels.h"
+
+namespace di::backend {
+
+namespace cuda_ops_detail {
+
+// Rows up to which `linear` takes the weight-streaming skinny GEMM (docs/benchmarks.md, session
+// 4): on the exact path it beat the previous decode kernel at every measured shape up to 64 rows;
+// the tensor-core path (about 37 us at 5120 x 5120 for 1-16 rows) is faster from 4 rows on.
+inline constexpr int64_t kSkinnyRowsExact = 64;
+
+inline size_t weight_data_bytes(const WeightView& w) {
+  const int64_t n = w.out_features * w.in_features;
+  switch (w.format) {
+    case WeightFormat::kFP8:
+      return static_cast<size_t>(n);
+    case WeightFormat::kFP4:
+      return static_cast<size_t>(n / 2);
+    case WeightFormat::kBF16:
+      return static_cast<size_t>(n) * 2;
+    case WeightFormat::kF32:
+      return static_cast<size_t>(n) * 4;
+  }
+  return 0;
+}
+
+inline size_t weight_scale_bytes(const WeightView& w) {
+  if (w.format == WeightFormat::kFP8) {
+    return static_cast<size_t>(((w.out_features + 31) / 32) * ((w.in_features + 31) / 32));
+  }
+  if (w.format == WeightFormat::kFP4)
+    return static_cast<size_t>(w.out_features * (w.in_features / 32));
+  return 0;
+}
+
+// A cheap fingerprint of a weight's bytes, so that a cached upload is not reused when a caller
+// (a test, say) frees a weight and a new one lands at the same address.
+inline uint64_t fingerprint(const uint8_t* p, size_t n) {
+  uint64_t h = 1469598103934665603ull ^ n;
+  auto mix = [&](size_t i) { h = (h ^ p[i]) * 1099511628211ull; };
+  for (size_t i = 0; i < std::min<size_t>(n, 256); ++i) mix(i);
+  for (size_t i = n > 256 ? n - 256 : 0; i < n; ++i) mix(i);
+  for (size_t i = 0; i < 64 && n > 0; ++i) mix((i * 0x9E3779B97F4A7C15ull) % n);
+  return h;
+}
+
+struct CachedWeight {
+  uint64_t print = 0;
+  cuda::DeviceWeight dev;
+};
+
+}  // namespace cuda_ops_detail
+
+struct CudaOps::Impl {
+  std::mutex mu;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<cuda::DeviceArena> arena;
+  std::unordered_map<const uint8_t*, cuda_ops_detail::CachedWeight> weights;
+  // Per MoE layer (keyed by its first expert's w1 bytes): device arrays of the experts' device
+  // weight pointers, w1/w3/w2 data then scale, built once.
+  std::unordered_map<const uint8_t*, const uint8_t* const*> expert_tables;
+  CudaGemm gemm = CudaGemm::kExact;
+  Status error;
+  uint64_t host_syncs = 0;
+
+  ~Impl() {
+    if (stream) (void)cudaStreamDestroy(stream);
+  }
+
+  template <class T>
+  Expected<T*> scratch(size_t count) {
+    DI_ASSIGN_OR_RETURN(void* p, arena->alloc_scratch(sizeof(T) * std::max<size_t>(count, 1)));
+    return static_cast<T*>(p);
+  }
+  template <class T>
+  Expected<T*> upload(const T* host, size_t count) {
+    DI_ASSIGN_OR_RETURN(T * d, scratch<T>(count));
+    if (count > 0) {
+      DI_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(d, host, sizeof(T) * count, cudaMemcpyHostToDevice, stream));
+    }
+    return d;
+  }
+  template <class T>
+  Status download(T* host, const T* dev, size_t count) {
+    if (count == 0) return {};
+    DI_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(host, dev, sizeof(T) * count, cudaMemcpyDeviceToHost, stream));
+    return {};
+  }
+
+  Expected<cuda::DeviceWeight> weight(const WeightView& w) {
+    const size_t data_bytes = cuda_ops_detail::weight_data_bytes(w),
+                 scale_bytes = cuda_ops_detail::weight_scale_bytes(w);
+    const uint64_t print = cuda_ops_detail::fingerprint(w.data, data_bytes) ^
+                           (scale_bytes ? cuda_ops_detail::fingerprint(w.scale, scale_bytes) : 0) ^
+                           (static_cast<uint64_t>(w.out_features) << 20) ^
+                           static_cast<uint64_t>(w.in_features) ^ static_cast<uint64_t>(w.format);
+    auto it = weights.find(w.data);
+    if (it != weights.end() && it->second.print == print) return it->second.dev;
+    cuda::DeviceWeight d{w.format, w.out_features, w.in_features, nullptr, nullptr};
+    DI_ASSIGN_OR_RETURN(void* data, arena->alloc_persistent(data_bytes));
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(data, w.data, data_bytes, cudaMemcpyHostToDevice));
+    d.data = static_cast<const uint8_t*>(data);
+    if (scale_bytes) {
+      DI_ASSIGN_OR_RETURN(void* scale, arena->alloc_persistent(scale_bytes));
+      DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(scale, w.scale, scale_bytes, cudaMemcpyHostToDevice));
+      d.scale = static_cast<const uint8_t*>(scale);
+    }
+    weights[w.data] = {print, d};
+    return d;
+  }
+
+  // y = x . w on device buffers (x [rows, cols], y [rows, w.out_features]), enqueued only.
+  Status linear(
+      const float* dx, int64_t rows, int64_t cols, const WeightView& w, float* dy, bool round) {
+    DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, weight(w));
+    if (w.format != WeightFormat::kFP8 && w.format != WeightFormat::kFP4) {
+      DI_CUDA_RETURN_IF_ERROR(cuda::dense_gemm(dx, rows, dw, dy, round, stream));
+      return {};
+    }
+    const size_t in = static_cast<size_t>(rows * cols);
+    DI_ASSIGN_OR_RETURN(float* sc, scratch<float>(in / 32));
+    // (The fused decode kernel, gemm_tc_decode.cu, measured slower than these two launches at
+    // one row; it is not used here, see docs/notes/cuda-kernels.md.) On the tensor path one kernel
+    // family serves every M of a weight, so a row's bits never depend on its batch: the bf16 wgmma
+    // kernel on sm_90 (K % 128 == 0), else the mma.sync one. The exact path and FP4 weights take
+    // the weight-streaming skinny kernel for few rows: it is bitwise equal to the tiled one.
+    const bool exact = gemm == CudaGemm::kExact || w.format == WeightFormat::kFP4;
+    const bool skinny =
+        exact && rows <= cuda_ops_detail::kSkinnyRowsExact && cuda::skinny_gemm_supports(rows, dw);
+    if (gemm == CudaGemm::kTensor && cuda::wgmma_bf16_applies(dw)) {  // sm_90, K % 128 == 0
+      DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(in));
+      DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_bf16(dx, rows, cols, xb, stream));
+      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_wgmma_bf16(xb, rows, dw, dy, stream));
+    } else if (!exact) {
+      DI_ASSIGN_OR_RETURN(uint8_t * qa, scratch<uint8_t>(in));
+      DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_e4m3(dx, rows, cols, qa, sc, stream));
+      DI_CUDA_RETURN_IF_ERROR(gemm == CudaGemm::kWgmma
+                                  ? cuda::block_scaled_gemm_wg(qa, sc, rows, dw, dy, stream)
+                                  : cuda::block_scaled_gemm_tc(qa, sc, rows, dw, dy, stream));
+    } else {
+      DI_ASSIGN_OR_RETURN(float* q, scratch<float>(in));
+      DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8(dx, rows, cols, q, sc, stream));
+      DI_CUDA_RETURN_IF_ERROR(skinny ? cuda::skinny_gemm(q, sc, rows, dw, dy, stream)
+                                     : cuda::block_scaled_gemm(q, sc, rows, dw, dy, stream));
+    }
+    return {};
+  }
+
+  // A per-layer constant given as a host pointer (norm weights, sinks, biases, RoPE
+  // frequencies): uploaded once and cached by address like the weights.
+  Expected<const float*> constant(const float* host, int64_t count) {
+    const WeightView w{WeightFormat::kF32, 1, count, reinterpret_cast<const uint8_t*>(host),
+                       nullptr};
+    DI_ASSIGN_OR_RETURN(cuda::DeviceWeight d, weight(w));
+    return reinterpret_cast<const float*>(d.data);
+  }
+
+  // Enqueues one op (its metadata uploads and kernels; activations are already on the device),
+  // releases its scratch, and latches the first error. No wait: the scratch is reused only by
+  // later work on the same stream, and pageable uploads are staged before cudaMemcpyAsync
+  // returns.
+  template <class F>
+  void run(const char* op, F&& body) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!error.ok()) return;
+    const size_t mark = arena->scratch_mark();
+    Status s = body();
+    arena->scratch_reset(mark);
+    if (!s.ok()) error = s.with_context(std::string("cuda ") + op);
+  }
+  // Waits for the stream (a download); counted for the benchmark.
+  Status sync() {
+    ++host_syncs;
+    return cuda::cuda_status(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  }
+};
+
+}  // namespace di::backend

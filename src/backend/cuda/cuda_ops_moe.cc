@@ -1,0 +1,113 @@
+// CudaOps::fused_moe: the routed MoE of one layer without leaving the device (router product and
+// top-k, moe_grouped.h's routing plan, grouped FP4 expert GEMMs and the combine with the shared
+// expert), so a decode step spends no host wait on it unless the caller asks for the decision.
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/cuda_ops_impl.h"
+#include "backend/cuda/moe_grouped.h"
+
+namespace di::backend {
+
+namespace {
+
+bool all_fp4(std::span<const WeightView> ws, int64_t out, int64_t in) {
+  for (const WeightView& w : ws) {
+    if (w.format != WeightFormat::kFP4 || w.out_features != out || w.in_features != in || !w.data ||
+        !w.scale) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool CudaOps::fused_moe(ConstRowsView x,
+                        const WeightView& gate,
+                        const float* bias,
+                        const RouteParams& params,
+                        const MoeExpertViews& experts,
+                        float swiglu_limit,
+                        ConstRowsView shared,
+                        RowsView out,
+                        int32_t* experts_out,
+                        float* weights_out) const {
+  const int64_t n = params.num_experts;
+  if (n < 1 || static_cast<int64_t>(experts.w1.size()) != n ||
+      static_cast<int64_t>(experts.w3.size()) != n ||
+      static_cast<int64_t>(experts.w2.size()) != n) {
+    return false;
+  }
+  const int64_t dim = x.cols, inter = experts.w1[0].out_features;
+  if (!all_fp4(experts.w1, inter, dim) || !all_fp4(experts.w3, inter, dim) ||
+      !all_fp4(experts.w2, dim, inter)) {
+    return false;
+  }
+  cuda::MoeRoutedArgs args;
+  args.tokens = x.rows;
+  args.dim = dim;
+  args.inter = inter;
+  args.topk = params.topk;
+  args.num_experts = static_cast<int>(n);
+  if (!cuda::moe_routed_supports(args)) return false;
+
+  Impl& m = *impl_;
+  m.run("fused_moe", [&]() -> Status {
+    // The experts' device pointers, as six device arrays (w1, w3, w2 data; then their scales).
+    auto it = m.expert_tables.find(experts.w1[0].data);
+    if (it == m.expert_tables.end()) {
+      std::vector<const uint8_t*> table(static_cast<size_t>(6 * n));
+      const std::span<const WeightView> mats[3] = {experts.w1, experts.w3, experts.w2};
+      for (int k = 0; k < 3; ++k) {
+        for (int64_t e = 0; e < n; ++e) {
+          DI_ASSIGN_OR_RETURN(cuda::DeviceWeight d, m.weight(mats[k][static_cast<size_t>(e)]));
+          table[static_cast<size_t>(k * n + e)] = d.data;
+          table[static_cast<size_t>((3 + k) * n + e)] = d.scale;
+        }
+      }
+      DI_ASSIGN_OR_RETURN(void* dt, m.arena->alloc_persistent(sizeof(void*) * table.size()));
+      DI_CUDA_RETURN_IF_ERROR(
+          cudaMemcpy(dt, table.data(), sizeof(void*) * table.size(), cudaMemcpyHostToDevice));
+      it =
+          m.expert_tables.emplace(experts.w1[0].data, static_cast<const uint8_t* const*>(dt)).first;
+    }
+    const uint8_t* const* t = it->second;
+    args.w1 = {t, t + 3 * n};
+    args.w3 = {t + n, t + 4 * n};
+    args.w2 = {t + 2 * n, t + 5 * n};
+
+    // The router on the device: gate product (fp32) and per-row top-k, as moe_route.
+    DI_ASSIGN_OR_RETURN(float* raw, m.scratch<float>(static_cast<size_t>(x.rows * n)));
+    DI_RETURN_IF_ERROR(m.linear(x.data, x.rows, x.cols, gate, raw, /*round=*/false));
+    const float* dbias = nullptr;
+    if (bias) {
+      DI_ASSIGN_OR_RETURN(dbias, m.constant(bias, n));
+    }
+    const size_t picks = static_cast<size_t>(x.rows * params.topk);
+    DI_ASSIGN_OR_RETURN(int32_t * de, m.scratch<int32_t>(picks));
+    DI_ASSIGN_OR_RETURN(float* dw, m.scratch<float>(picks));
+    DI_CUDA_RETURN_IF_ERROR(cuda::moe_route(raw, x.rows, dbias, params, de, dw, m.stream));
+
+    args.x = x.data;
+    args.experts = de;
+    args.weights = dw;
+    args.swiglu_limit = swiglu_limit;
+    args.shared = shared.data;
+    args.out = out.data;
+    DI_ASSIGN_OR_RETURN(uint8_t * scratch,
+                        m.scratch<uint8_t>(cuda::moe_routed_scratch_bytes(
+                            x.rows, params.topk, static_cast<int>(n), dim, inter)));
+    DI_CUDA_RETURN_IF_ERROR(cuda::moe_routed(args, scratch, m.stream));
+    if (experts_out && weights_out) {
+      DI_RETURN_IF_ERROR(m.download(experts_out, de, picks));
+      DI_RETURN_IF_ERROR(m.download(weights_out, dw, picks));
+      return m.sync();
+    }
+    return {};
+  });
+  return true;
+}
+
+}  // namespace di::backend
