@@ -229,27 +229,45 @@ __global__ void __launch_bounds__(32 * kDecodeWarps, 2)
   }
 }
 
+// Eight threads per output, one per dot_f32 chain: thread j sums a[k + j] * w[k + j] for
+// k = 0, 8, 16, ... in K order; three xor-shuffle levels then form dot_f32's fixed tree
+// ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)) (IEEE addition is commutative, so each lane of
+// a pair computes the same sum), and lane 0 adds the tail. Bitwise the CPU's result, with 8x the
+// parallelism of one thread per output and the eight chains' loads side by side.
+template <bool kBf16>
 __global__ void dense_gemm_kernel(
     const float* x, int64_t rows, DeviceWeight w, float* y, bool round_out) {
-  const int64_t n = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  const int64_t m = blockIdx.y;
-  const int64_t K = w.in_features, N = w.out_features;
-  if (n >= N || m >= rows) return;
+  const int64_t gid = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  const int j = static_cast<int>(threadIdx.x & 7);
+  const int64_t n = gid >> 3, m = blockIdx.y;
+  const int64_t K = w.in_features, N = w.out_features, k8 = K / 8 * 8;
+  const bool live = n < N && m < rows;  // every lane reaches the shuffles
   const float* a = x + m * K;
-  float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  float s;
-  if (w.format == WeightFormat::kBF16) {
-    const uint16_t* wr = reinterpret_cast<const uint16_t*>(w.data) + n * K;
-    auto wv = [&](int64_t k) { return __uint_as_float(static_cast<uint32_t>(wr[k]) << 16); };
-    int64_t k = 0;
-    for (; k + 8 <= K; k += 8) {
-      for (int j = 0; j < 8; ++j) l[j] = __fadd_rn(l[j], __fmul_rn(a[k + j], wv(k + j)));
+  float l = 0;
+  if (live) {
+    if constexpr (kBf16) {
+      const uint16_t* wr = reinterpret_cast<const uint16_t*>(w.data) + n * K;
+      for (int64_t k = j; k < k8; k += 8) {
+        l = __fadd_rn(l, __fmul_rn(a[k], __uint_as_float(static_cast<uint32_t>(wr[k]) << 16)));
+      }
+    } else {
+      const float* wr = reinterpret_cast<const float*>(w.data) + n * K;
+      for (int64_t k = j; k < k8; k += 8) l = __fadd_rn(l, __fmul_rn(a[k], wr[k]));
     }
-    s = __fadd_rn(__fadd_rn(__fadd_rn(l[0], l[1]), __fadd_rn(l[2], l[3])),
-                  __fadd_rn(__fadd_rn(l[4], l[5]), __fadd_rn(l[6], l[7])));
-    for (; k < K; ++k) s = __fadd_rn(s, __fmul_rn(a[k], wv(k)));
+  }
+  l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 1));
+  l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 2));
+  l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 4));
+  if (!live || j != 0) return;
+  float s = l;
+  if constexpr (kBf16) {
+    const uint16_t* wr = reinterpret_cast<const uint16_t*>(w.data) + n * K;
+    for (int64_t k = k8; k < K; ++k) {
+      s = __fadd_rn(s, __fmul_rn(a[k], __uint_as_float(static_cast<uint32_t>(wr[k]) << 16)));
+    }
   } else {
-    s = dot8(a, reinterpret_cast<const float*>(w.data) + n * K, K);
+    const float* wr = reinterpret_cast<const float*>(w.data) + n * K;
+    for (int64_t k = k8; k < K; ++k) s = __fadd_rn(s, __fmul_rn(a[k], wr[k]));
   }
   y[m * N + n] = round_out ? round_bf16(s) : s;
 }
@@ -305,8 +323,13 @@ cudaError_t dense_gemm(const float* x,
                        bool round_bf16,
                        cudaStream_t s) {
   if (rows == 0 || w.out_features == 0) return cudaSuccess;
-  const dim3 grid(static_cast<unsigned>((w.out_features + 127) / 128), static_cast<unsigned>(rows));
-  dense_gemm_kernel<<<grid, 128, 0, s>>>(x, rows, w, y, round_bf16);
+  const dim3 grid(static_cast<unsigned>((w.out_features * 8 + 255) / 256),
+                  static_cast<unsigned>(rows));
+  if (w.format == WeightFormat::kBF16) {
+    dense_gemm_kernel<true><<<grid, 256, 0, s>>>(x, rows, w, y, round_bf16);
+  } else {
+    dense_gemm_kernel<false><<<grid, 256, 0, s>>>(x, rows, w, y, round_bf16);
+  }
   return cudaGetLastError();
 }
 
