@@ -22,6 +22,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/moe_grouped.h"
+#include "cuda/bench_util.h"
 
 namespace di::bench {
 namespace {
@@ -31,46 +32,6 @@ using di::WeightFormat;
 
 constexpr size_t kRotateBytes = size_t{256} << 20;
 constexpr int kLaunches = 20;
-
-struct Buffers {
-  std::vector<void*> ptrs;
-  ~Buffers() {
-    for (void* p : ptrs) (void)cudaFree(p);
-  }
-  template <class T>
-  Expected<T*> alloc(size_t n) {
-    void* p = nullptr;
-    DI_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, sizeof(T) * std::max<size_t>(n, 1)));
-    ptrs.push_back(p);
-    return static_cast<T*>(p);
-  }
-  template <class T>
-  Expected<T*> upload(const std::vector<T>& h) {
-    DI_ASSIGN_OR_RETURN(T * d, alloc<T>(h.size()));
-    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(d, h.data(), sizeof(T) * h.size(), cudaMemcpyHostToDevice));
-    return d;
-  }
-};
-
-// Random weight bytes (no e4m3 NaN codes) or ue8m0 scales near 2^-6.
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed, bool scales) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> v(n);
-  for (auto& b : v) {
-    const uint32_t r = rng();
-    b = scales ? static_cast<uint8_t>(118 + r % 6)
-               : static_cast<uint8_t>((r & 0x7f) == 0x7f ? 0x7e : r & 0xff);
-  }
-  return v;
-}
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 // Microseconds per launch: a graph of kLaunches calls fn(i), replayed after one warm-up replay;
 // the best of `reps` replays.
@@ -111,7 +72,7 @@ Expected<double> graph_us(int reps, const std::function<cudaError_t(int, cudaStr
 }
 
 Expected<double> copy_bandwidth() {
-  Buffers buf;
+  DeviceBuffers buf;
   const size_t n = size_t{1} << 30;
   DI_ASSIGN_OR_RETURN(uint8_t * a, buf.alloc<uint8_t>(n));
   DI_ASSIGN_OR_RETURN(uint8_t * b, buf.alloc<uint8_t>(n));
@@ -143,7 +104,7 @@ struct Shape {
 };
 
 Status bench_dense(const Shape& sh, const std::vector<int64_t>& rows_list, int reps, double bw) {
-  Buffers buf;
+  DeviceBuffers buf;
   const bool fp8 = sh.format == WeightFormat::kFP8;
   const size_t wbytes = static_cast<size_t>(fp8 ? sh.out * sh.in : sh.out * sh.in / 2);
   const size_t sbytes =
@@ -214,7 +175,7 @@ Status bench_moe(const std::vector<int64_t>& token_list, int reps, double bw) {
   const int64_t dim = 5120, inter = 2304;
   const size_t mat_bytes = static_cast<size_t>(inter * dim / 2);
   const size_t mat_scale = static_cast<size_t>(inter * dim / 32);
-  Buffers buf;
+  DeviceBuffers buf;
   // One arena for all 3 x 384 matrices (6.8 GB), filled from one random block by device copies.
   const size_t per_expert = 3 * (mat_bytes + mat_scale);
   DI_ASSIGN_OR_RETURN(uint8_t * arena, buf.alloc<uint8_t>(per_expert * E));
@@ -312,7 +273,7 @@ Status bench_moe(const std::vector<int64_t>& token_list, int reps, double bw) {
 
 Status run_profile_launches() {
   // One plain launch each of the square FP8 GEMM at 1 and 8 rows, for a profiler.
-  Buffers buf;
+  DeviceBuffers buf;
   const int64_t n = 5120, k = 5120;
   DI_ASSIGN_OR_RETURN(uint8_t * w, buf.upload(random_bytes(static_cast<size_t>(n * k), 1, false)));
   DI_ASSIGN_OR_RETURN(uint8_t * sc,

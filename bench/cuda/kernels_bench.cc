@@ -18,6 +18,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels.h"
+#include "cuda/bench_util.h"
 #include "cuda/cublaslt_gemm.h"
 #include "cuda/decode_bench.h"
 #include "cuda/sparse_attention_bench.h"
@@ -54,46 +55,6 @@ Expected<double> time_ms(int iters, F&& fn) {
   float ms = 0;
   DI_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, t.a, t.b));
   return static_cast<double>(ms) / iters;
-}
-
-// Device buffers freed at scope exit.
-struct DeviceBuffers {
-  std::vector<void*> ptrs;
-  ~DeviceBuffers() {
-    for (void* p : ptrs) (void)cudaFree(p);
-  }
-  template <class T>
-  Expected<T*> alloc(size_t count) {
-    void* p = nullptr;
-    DI_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, sizeof(T) * std::max<size_t>(count, 1)));
-    ptrs.push_back(p);
-    return static_cast<T*>(p);
-  }
-  template <class T>
-  Expected<T*> upload(const std::vector<T>& h) {
-    DI_ASSIGN_OR_RETURN(T * d, alloc<T>(h.size()));
-    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(d, h.data(), sizeof(T) * h.size(), cudaMemcpyHostToDevice));
-    return d;
-  }
-};
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed, bool scales) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> v(n);
-  for (auto& b : v) {
-    const uint32_t r = rng();
-    b = scales ? static_cast<uint8_t>(118 + r % 6)
-               : static_cast<uint8_t>((r & 0x7f) == 0x7f ? 0x7e : r & 0xff);
-  }
-  return v;
 }
 
 struct Peaks {
@@ -297,15 +258,33 @@ Status run(bool quick) {
 }  // namespace di::bench
 
 int di::bench::run_kernels_bench(int argc, char** argv) {
-  if (argc > 1 && std::strncmp(argv[1], "--sparse-attention", 18) == 0)
-    return di::bench::sparse_attention_bench(argv[1][18] != 0);
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  const bool decode_only = argc > 1 && std::strcmp(argv[argc - 1], "--decode") == 0;
-  const bool profile = argc > 1 && std::strcmp(argv[argc - 1], "--profile") == 0;
+  bool quick = false, decode_only = false, profile = false, attention = false,
+       attention_profile = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") {
+      quick = true;
+    } else if (a == "--decode") {
+      decode_only = true;
+    } else if (a == "--profile") {
+      profile = true;
+    } else if (a == "--sparse-attention") {
+      attention = true;
+    } else if (a == "--sparse-attention-profile") {
+      attention_profile = true;
+    } else {
+      std::fprintf(stderr,
+                   "%s: unknown flag '%s' (expected --quick, --decode, --profile, "
+                   "--sparse-attention or --sparse-attention-profile)\n",
+                   argv[0], a.c_str());
+      return 2;
+    }
+  }
+  if (attention || attention_profile) return di::bench::sparse_attention_bench(attention_profile);
   di::Status s = decode_only || profile ? di::Status() : di::bench::run(quick);
   if (s.ok()) s = profile ? di::bench::run_profile_launches() : di::bench::run_decode_bench(quick);
   if (!s.ok()) {
-    std::fprintf(stderr, "cuda_kernels_bench: %s\n", s.to_string().c_str());
+    std::fprintf(stderr, "%s: %s\n", argv[0], s.to_string().c_str());
     return 1;
   }
   return 0;

@@ -16,6 +16,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/sparse_attention_fp8.h"
+#include "cuda/bench_util.h"
 #include "cuda/cublaslt_gemm.h"
 
 namespace di::bench {
@@ -39,21 +40,6 @@ struct Rng {  // xorshift64: fast enough for half a gigabyte of random bytes
     s ^= s >> 7;
     s ^= s << 17;
     return static_cast<uint32_t>(s >> 16);
-  }
-};
-
-struct Buffers {
-  std::vector<void*> ptrs;
-  ~Buffers() {
-    for (void* p : ptrs) (void)cudaFree(p);
-  }
-  template <class T>
-  Expected<T*> upload(const std::vector<T>& h) {
-    void* p = nullptr;
-    DI_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, std::max<size_t>(1, sizeof(T) * h.size())));
-    ptrs.push_back(p);
-    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(p, h.data(), sizeof(T) * h.size(), cudaMemcpyHostToDevice));
-    return static_cast<T*>(p);
   }
 };
 
@@ -166,7 +152,7 @@ Status bench_case(const Case& c,
                   const Peaks& pk,
                   int ablations_or_profile,  // 1: time stages left out; -1: profile calls
                   std::vector<std::string>& ablation_lines) {
-  Buffers buf;
+  DeviceBuffers buf;
   Rng rng{static_cast<uint64_t>(c.queries * 7919 + c.extra)};
   const int64_t T = c.queries;
   std::vector<uint16_t> q(static_cast<size_t>(T * kAttnHeads * kKvDim));
@@ -248,7 +234,7 @@ Status bench_case(const Case& c,
 
 // For a profiler: the prefill and one decode case, a few calls each, no peaks or tables.
 Status profile_run() {
-  Buffers buf;
+  DeviceBuffers buf;
   DI_ASSIGN_OR_RETURN(uint8_t * kv, buf.upload(random_pool(kPool8Rows, true, 1)));
   DI_ASSIGN_OR_RETURN(uint8_t * extra_kv, buf.upload(random_pool(kPool4Rows, false, 2)));
   Peaks none{1.0, 1.0};
@@ -267,7 +253,7 @@ Status run() {
               prop.l2CacheSize >> 20);
   std::printf("measured: copy %.0f GB/s (read+write), cuBLASLt bf16 %.0f TFLOP/s (8192^3)\n\n",
               pk.bytes_per_s / 1e9, pk.bf16_flops / 1e12);
-  Buffers buf;
+  DeviceBuffers buf;
   std::vector<std::string> ablation_lines;
   DI_ASSIGN_OR_RETURN(uint8_t * kv, buf.upload(random_pool(kPool8Rows, true, 1)));
   DI_ASSIGN_OR_RETURN(uint8_t * extra_kv, buf.upload(random_pool(kPool4Rows, false, 2)));

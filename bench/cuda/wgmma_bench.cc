@@ -16,6 +16,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels.h"
+#include "cuda/bench_util.h"
 #include "cuda/cublaslt_gemm.h"
 
 namespace di::bench {
@@ -41,33 +42,13 @@ Expected<double> mean_ms(int iters, F&& fn) {
   return static_cast<double>(ms) / iters;
 }
 
-struct Buffers {
-  std::vector<void*> ptrs;
-  ~Buffers() {
-    for (void* p : ptrs) (void)cudaFree(p);
-  }
-  template <class T>
-  Expected<T*> alloc(size_t n) {
-    void* p = nullptr;
-    DI_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, sizeof(T) * std::max<size_t>(n, 1)));
-    ptrs.push_back(p);
-    return static_cast<T*>(p);
-  }
-  template <class T>
-  Expected<T*> upload(const std::vector<T>& h) {
-    DI_ASSIGN_OR_RETURN(T * d, alloc<T>(h.size()));
-    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(d, h.data(), sizeof(T) * h.size(), cudaMemcpyHostToDevice));
-    return d;
-  }
-};
-
 struct Shape {
   const char* name;
   int64_t rows, out, in;
 };
 
 Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool old_too) {
-  Buffers buf;
+  DeviceBuffers buf;
   const int64_t M = sh.rows, N = sh.out, K = sh.in;
   std::mt19937 rng(7);
   std::vector<uint8_t> wq(static_cast<size_t>(N * K)),
