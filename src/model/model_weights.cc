@@ -212,6 +212,9 @@ Status bind_moe(
     DI_ASSIGN_OR_RETURN(x.w1, b.quantized(ep + "w1", inter, dim, expert_format));
     DI_ASSIGN_OR_RETURN(x.w2, b.quantized(ep + "w2", dim, inter, expert_format));
     DI_ASSIGN_OR_RETURN(x.w3, b.quantized(ep + "w3", inter, dim, expert_format));
+    m.experts_w1.push_back(x.w1);
+    m.experts_w3.push_back(x.w3);
+    m.experts_w2.push_back(x.w2);
   }
   const std::string sp = p + "shared_experts.";
   DI_ASSIGN_OR_RETURN(m.shared.w1, b.quantized(sp + "w1", inter, dim, WeightFormat::kFP8));

@@ -35,6 +35,8 @@ struct MoeWeights {
   WeightView gate;  // [n_experts, dim] bf16, applied in fp32
   std::vector<float> bias;
   std::vector<ExpertWeights> experts;
+  // The same routed matrices side by side (set at bind, immutable), as a fused MoE takes them.
+  std::vector<WeightView> experts_w1, experts_w3, experts_w2;
   ExpertWeights shared;
 };
 

@@ -81,16 +81,8 @@ void Model::moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView 
   run_expert(*ops_, m.shared, u, nullptr, config_.swiglu_limit, shared.view());
 
   // A backend with a fused MoE keeps the routing on its side (no host wait unless tracing).
-  std::vector<WeightView> w1, w3, w2;
-  w1.reserve(m.experts.size());
-  w3.reserve(m.experts.size());
-  w2.reserve(m.experts.size());
-  for (const ExpertWeights& e : m.experts) {
-    w1.push_back(e.w1);
-    w3.push_back(e.w3);
-    w2.push_back(e.w2);
-  }
-  if (ops_->fused_moe(u, m.gate, m.bias.data(), p, backend::MoeExpertViews{w1, w3, w2},
+  if (ops_->fused_moe(u, m.gate, m.bias.data(), p,
+                      backend::MoeExpertViews{m.experts_w1, m.experts_w3, m.experts_w2},
                       config_.swiglu_limit, shared.view(), out, tracing ? experts.data() : nullptr,
                       tracing ? weights.data() : nullptr)) {
     record();
