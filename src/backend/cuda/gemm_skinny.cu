@@ -75,9 +75,20 @@ cudaError_t launch(const float* q,
   const int64_t tiles = (w.out_features + CW - 1) / CW;
   const int64_t resident = int64_t{sms} * (per_sm > 0 ? per_sm : 1);
   const unsigned grid = static_cast<unsigned>(tiles < resident ? tiles : resident);
-  kernel<<<grid, kThreads, L.total, s>>>(q, scales, static_cast<int>(rows), rpp, w.data, w.scale,
-                                         w.out_features, w.in_features, y);
-  return cudaGetLastError();
+  // Programmatic dependent launch: the kernel requests its first weight stages before waiting
+  // for the previous kernel in the stream (skinny::stream), and lets the next one start early.
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = static_cast<size_t>(L.total);
+  cfg.stream = s;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, q, scales, static_cast<int>(rows), rpp, w.data, w.scale,
+                            w.out_features, w.in_features, y);
 }
 
 template <bool kFp4>

@@ -209,10 +209,12 @@ __device__ void stream(
     for (int i = 0; i < L.stages; ++i) bulk::bar_init(bar0 + 8 * i);
     bulk::bar_init_fence();
   }
+  bulk::launch_dependents();
   __syncthreads();
 
-  // Item k = chunk `chunk` of segment s, in stage `slot`.
-  auto issue = [&](int k, int s, int chunk, int slot) {
+  // Item k = chunk `chunk` of segment s, in stage `slot`: its weights (rows and scales, one
+  // cp.async group) and/or its activations (rows and scales).
+  auto issue = [&](int k, int s, int chunk, int slot, bool weights, bool acts) {
     if (k < total) {
       const Segment g = seg(s);
       unsigned char* st = smem + slot * L.stage_bytes;
@@ -222,15 +224,17 @@ __device__ void stream(
       // chain owners sit in the first warps, so the extra work is spread).
       if (warp == kWarps - 1) {
         const uint32_t bar = bar0 + 8 * slot;
-        if (lane == 0) bulk::bar_arrive_expect_tx(bar, (CW * bb + g.num_rows * 132) * nb);
+        if (weights && lane == 0) {
+          bulk::bar_arrive_expect_tx(bar, (CW * bb + g.num_rows * 132) * nb);
+        }
         __syncwarp();
-        if (lane < CW) {
+        if (weights && lane < CW) {
           const int64_t n = g.n0 + lane < g.N ? g.n0 + lane : g.N - 1;  // past N: not stored
           bulk::copy(bulk::smem_u32(st + L.w_off + lane * T::kRowBytes),
                      g.w + n * wrow_bytes + int64_t{b0} * bb, nb * bb, bar);
         }
         const int r = lane % kMaxRows;
-        if (lane < 2 * kMaxRows && r < g.num_rows) {
+        if (acts && lane < 2 * kMaxRows && r < g.num_rows) {
           const int64_t row = g.rows ? int64_t{g.rows[g.row0 + r]} : g.row0 + r;
           if (lane < kMaxRows) {
             bulk::copy(bulk::smem_u32(st + L.a_off + r * kc * 128), g.q + row * K + b0 * 32,
@@ -242,7 +246,7 @@ __device__ void stream(
         }
       }
       // Weight scales, 4 bytes per copy (nblk % 4 == 0 and kc % 4 == 0 keep them aligned).
-      if (kFp4) {
+      if (weights && kFp4) {
         for (int i = tid; i < CW * (kc / 4); i += kThreads) {
           const int c = i / (kc / 4), p = i % (kc / 4);
           const int64_t n = g.n0 + c < g.N ? g.n0 + c : g.N - 1;
@@ -250,14 +254,14 @@ __device__ void stream(
             cp_async4(st + L.ws_off + c * kc + p * 4, g.w_scale + n * nblk + b0 + p * 4, 4);
           }
         }
-      } else {
+      } else if (weights) {
         const int i = tid - (kWarps - 2) * 32;  // the second-to-last warp
         if (i >= 0 && i < kc / 4 && 4 * i < nb) {
           cp_async4(st + L.ws_off + i * 4, g.w_scale + (g.n0 / 32) * nblk + b0 + i * 4, 4);
         }
       }
     }
-    cp_async_commit();
+    if (weights) cp_async_commit();
   };
 
   float acc = 0.0f;  // the owner's K-order sum for (qc, qm) of the current segment
@@ -328,11 +332,22 @@ __device__ void stream(
   // Item counters advance incrementally (no divisions in the loop).
   int is = 0, ic = 0, islot = 0;  // next item to issue
   auto issue_next = [&](int k) {
-    issue(k, is, ic, islot);
+    issue(k, is, ic, islot, true, true);
     if (++ic == nchunks) ic = 0, ++is;
     if (++islot == L.stages) islot = 0;
   };
-  for (int k = 0; k < L.stages - 1; ++k) issue_next(k);
+  // The weights do not depend on the previous kernel: the first stages' weights are requested
+  // before waiting for it (programmatic dependent launch), their activations after.
+  for (int k = 0; k < L.stages - 1; ++k) {
+    issue(k, is, ic, k, true, false);
+    if (++ic == nchunks) ic = 0, ++is;
+  }
+  bulk::dependency_wait();
+  for (int k = 0, s = 0, c = 0; k < L.stages - 1; ++k) {
+    issue(k, s, c, k, false, true);
+    if (++c == nchunks) c = 0, ++s;
+  }
+  islot = L.stages - 1;
   uint32_t phases = 0;  // bit i: parity of stage i's next completion
   int cs = 0, cc = 0, cslot = 0, ps = 0, pc = 0, pnb = 0;  // item k, and item k - 1
 #pragma unroll 1
