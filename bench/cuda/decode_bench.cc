@@ -130,7 +130,7 @@ Status bench_dense(const Shape& sh, const std::vector<int64_t>& rows_list, int r
     const double bytes = static_cast<double>(wbytes + sbytes) + 2.0 * m * sh.in + 2.0 * m * sh.out;
     const double floor_us = bytes / bw * 1e6;
     const int pick = bc::skinny_gemm_pick(m, ws[0]);
-    std::string notes = "variants (8/16/32 cols):";
+    std::string notes = "variants (8/16/32 cols x 1, 2 CTAs/SM):";
     double best_variant = 1e30;
     for (int v = 0; v < bc::kSkinnyVariants; ++v) {
       DI_ASSIGN_OR_RETURN(double us, graph_us(reps, [&](int i, cudaStream_t st) {
@@ -242,7 +242,7 @@ Status bench_moe(const std::vector<int64_t>& token_list, int reps, double bw) {
     a.out = out;
     const double bytes = touched * static_cast<double>(per_expert) + 4.0 * T * dim * 2;
     const double floor_us = bytes / bw * 1e6;
-    std::string notes = "variants (8/16/32 cols):";
+    std::string notes = "variants (8/16/32 cols x 1, 2 CTAs/SM):";
     double pick_us = 0;
     for (int v = -1; v < bc::kSkinnyVariants; ++v) {
       a.tile_variant = v;

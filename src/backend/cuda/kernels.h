@@ -129,9 +129,10 @@ cudaError_t block_scaled_gemm(const float* q,
 // --- gemm_skinny.cu (bitwise, few rows: decode) ---
 // block_scaled_gemm for 1..kSkinnyMaxRows rows, streaming the weights through shared memory near
 // the copy bandwidth. FP8/FP4 weights with in_features % 128 == 0 (skinny_gemm_supports).
-// Variants (0..kSkinnyVariants-1: 8, 16, 32 columns per CTA) give the same bits.
+// Variants (0..kSkinnyVariants-1: 8, 16, 32 columns per CTA at one CTA per SM, then the same at
+// two CTAs per SM) give the same bits.
 inline constexpr int64_t kSkinnyMaxRows = 64;
-inline constexpr int kSkinnyVariants = 3;
+inline constexpr int kSkinnyVariants = 6;
 bool skinny_gemm_supports(int64_t rows, const DeviceWeight& w);
 int skinny_gemm_pick(int64_t rows, const DeviceWeight& w);
 cudaError_t skinny_gemm(const float* q,

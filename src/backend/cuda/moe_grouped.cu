@@ -95,23 +95,24 @@ __device__ __forceinline__ float swiglu_one(float gate, float up, float rw, floa
 
 // h[slot] = swiglu(bf16(x w1^T), bf16(x w3^T), weight) for every row of the active expert
 // blockIdx.y, columns blockIdx.x * CW ...: segments alternate w1 and w3 per row group.
-template <int CW>
-__global__ void __launch_bounds__(kThreads, 1) moe_up_kernel(Plan p,
-                                                             const float* qx,
-                                                             const float* sx,
-                                                             ExpertMatrices w1,
-                                                             ExpertMatrices w3,
-                                                             int64_t dim,
-                                                             int64_t inter,
-                                                             int rows_per_pass,
-                                                             float limit,
-                                                             float* h) {
+template <int CW, int kCtas>
+__global__ void __launch_bounds__(kThreads, kCtas) moe_up_kernel(Plan p,
+                                                                 const float* qx,
+                                                                 const float* sx,
+                                                                 ExpertMatrices w1,
+                                                                 ExpertMatrices w3,
+                                                                 int64_t dim,
+                                                                 int64_t inter,
+                                                                 int rows_per_pass,
+                                                                 float limit,
+                                                                 float* h) {
   extern __shared__ __align__(16) unsigned char smem[];
   if (static_cast<int>(blockIdx.y) >= *p.num_active) return;
   const int e = p.active[blockIdx.y];
   const int count = p.counts[e], off = p.offsets[e];
   const uint8_t *w1d = w1.data[e], *w1s = w1.scale[e], *w3d = w3.data[e], *w3s = w3.scale[e];
-  const skinny::Layout L = skinny::make_layout(CW, true, rows_per_pass);
+  using M = skinny::Mode<kCtas>;
+  const skinny::Layout L = skinny::make_layout(CW, true, M::kPairs, rows_per_pass, M::kBudget);
   const int64_t n0 = int64_t{blockIdx.x} * CW;
   const int groups = (count + rows_per_pass - 1) / rows_per_pass;
   auto seg = [&](int s) {
@@ -127,38 +128,36 @@ __global__ void __launch_bounds__(kThreads, 1) moe_up_kernel(Plan p,
                            n0};
   };
   float gate = 0.0f;
-  auto done = [&](int s, float acc) {
+  auto done = [&](int s, int c, int m, float acc) {
     if ((s & 1) == 0) {
       gate = round_bf16(acc);
       return;
     }
     const skinny::Segment g = seg(s);
-    const int t = threadIdx.x;
-    if (t < CW * g.num_rows) {
-      const int64_t n = n0 + t % CW, slot = off + g.row0 + t / CW;
-      if (n < inter)
-        h[slot * inter + n] = swiglu_one(gate, round_bf16(acc), p.weight_of[slot], limit);
-    }
+    const int64_t n = n0 + c, slot = off + g.row0 + m;
+    if (n < inter)
+      h[slot * inter + n] = swiglu_one(gate, round_bf16(acc), p.weight_of[slot], limit);
   };
-  skinny::stream<CW, true>(smem, L, dim, 2 * groups, seg, done);
+  skinny::stream<CW, true, M::kPairs>(smem, L, dim, 2 * groups, seg, done);
 }
 
 // y[slot] = bf16(h[slot] w2^T) for every row of the active expert blockIdx.y.
-template <int CW>
-__global__ void __launch_bounds__(kThreads, 1) moe_down_kernel(Plan p,
-                                                               const float* qh,
-                                                               const float* sh,
-                                                               ExpertMatrices w2,
-                                                               int64_t dim,
-                                                               int64_t inter,
-                                                               int rows_per_pass,
-                                                               float* y) {
+template <int CW, int kCtas>
+__global__ void __launch_bounds__(kThreads, kCtas) moe_down_kernel(Plan p,
+                                                                   const float* qh,
+                                                                   const float* sh,
+                                                                   ExpertMatrices w2,
+                                                                   int64_t dim,
+                                                                   int64_t inter,
+                                                                   int rows_per_pass,
+                                                                   float* y) {
   extern __shared__ __align__(16) unsigned char smem[];
   if (static_cast<int>(blockIdx.y) >= *p.num_active) return;
   const int e = p.active[blockIdx.y];
   const int count = p.counts[e], off = p.offsets[e];
   const uint8_t *w2d = w2.data[e], *w2s = w2.scale[e];
-  const skinny::Layout L = skinny::make_layout(CW, true, rows_per_pass);
+  using M = skinny::Mode<kCtas>;
+  const skinny::Layout L = skinny::make_layout(CW, true, M::kPairs, rows_per_pass, M::kBudget);
   const int64_t n0 = int64_t{blockIdx.x} * CW;
   const int groups = (count + rows_per_pass - 1) / rows_per_pass;
   auto seg = [&](int s) {
@@ -167,15 +166,12 @@ __global__ void __launch_bounds__(kThreads, 1) moe_down_kernel(Plan p,
         qh,  sh,  nullptr, off + r0, count - r0 < rows_per_pass ? count - r0 : rows_per_pass,
         w2d, w2s, dim,     n0};
   };
-  auto done = [&](int s, float acc) {
+  auto done = [&](int s, int c, int m, float acc) {
     const skinny::Segment g = seg(s);
-    const int t = threadIdx.x;
-    if (t < CW * g.num_rows) {
-      const int64_t n = n0 + t % CW, slot = g.row0 + t / CW;
-      if (n < dim) y[slot * dim + n] = round_bf16(acc);
-    }
+    const int64_t n = n0 + c, slot = g.row0 + m;
+    if (n < dim) y[slot * dim + n] = round_bf16(acc);
   };
-  skinny::stream<CW, true>(smem, L, inter, groups, seg, done);
+  skinny::stream<CW, true, M::kPairs>(smem, L, inter, groups, seg, done);
 }
 
 // out[t] = bf16((sum over t's experts in ascending index of y[slot]) + shared[t]).
@@ -246,29 +242,30 @@ int rows_per_pass(int64_t pairs, int num_experts) {
   return static_cast<int>(per < skinny::kMaxRows ? per : skinny::kMaxRows);
 }
 
-template <int CW>
+template <int CW, int kCtas>
 cudaError_t launch_gemms(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st) {
+  using M = skinny::Mode<kCtas>;
   const int64_t pairs = a.tokens * a.topk;
-  const int max_rpp = skinny::max_rows_per_pass(CW, true);
+  const int max_rpp = skinny::max_rows_per_pass(CW, true, M::kPairs, M::kBudget);
   int rpp = rows_per_pass(pairs, a.num_experts);
   rpp = rpp < max_rpp ? rpp : max_rpp;
   const unsigned max_active =
       static_cast<unsigned>(pairs < a.num_experts ? pairs : int64_t{a.num_experts});
-  const skinny::Layout L = skinny::make_layout(CW, true, rpp);
-  cudaError_t e =
-      cudaFuncSetAttribute(moe_up_kernel<CW>, cudaFuncAttributeMaxDynamicSharedMemorySize, L.total);
+  const skinny::Layout L = skinny::make_layout(CW, true, M::kPairs, rpp, M::kBudget);
+  cudaError_t e = cudaFuncSetAttribute(moe_up_kernel<CW, kCtas>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, L.total);
   if (e == cudaSuccess) {
-    e = cudaFuncSetAttribute(moe_down_kernel<CW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             L.total);
+    e = cudaFuncSetAttribute(moe_down_kernel<CW, kCtas>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, L.total);
   }
   if (e != cudaSuccess) return e;
   const dim3 up_grid(static_cast<unsigned>((a.inter + CW - 1) / CW), max_active);
-  moe_up_kernel<CW><<<up_grid, kThreads, L.total, st>>>(s.plan, s.qx, s.sx, a.w1, a.w3, a.dim,
-                                                        a.inter, rpp, a.swiglu_limit, s.h);
+  moe_up_kernel<CW, kCtas><<<up_grid, kThreads, L.total, st>>>(
+      s.plan, s.qx, s.sx, a.w1, a.w3, a.dim, a.inter, rpp, a.swiglu_limit, s.h);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   if ((e = quantize_fp8(s.h, pairs, a.inter, s.qh, s.sh, st)) != cudaSuccess) return e;
   const dim3 down_grid(static_cast<unsigned>((a.dim + CW - 1) / CW), max_active);
-  moe_down_kernel<CW>
+  moe_down_kernel<CW, kCtas>
       <<<down_grid, kThreads, L.total, st>>>(s.plan, s.qh, s.sh, a.w2, a.dim, a.inter, rpp, s.y);
   return cudaGetLastError();
 }
@@ -297,17 +294,28 @@ cudaError_t moe_routed(const MoeRoutedArgs& a, void* scratch, cudaStream_t st) {
   moe_plan_kernel<<<1, kPrepThreads, 0, st>>>(a.experts, a.weights, pairs, a.topk, a.num_experts,
                                               s.plan);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
-  // 32 columns per CTA measured fastest at 1, 8, 64 and 256 tokens (docs/benchmarks.md).
-  const int variant = a.tile_variant >= 0 ? a.tile_variant : 2;
+  // Two CTAs per SM measured fastest at 1, 8, 64 and 256 tokens (docs/benchmarks.md): 16 columns
+  // per CTA while there are at most as many (token, expert) pairs as experts, then 32.
+  const int variant =
+      a.tile_variant >= 0 ? a.tile_variant : (a.tokens * a.topk <= a.num_experts ? 4 : 5);
   switch (variant) {
     case 0:
-      e = launch_gemms<8>(a, s, st);
+      e = launch_gemms<8, 1>(a, s, st);
       break;
     case 1:
-      e = launch_gemms<16>(a, s, st);
+      e = launch_gemms<16, 1>(a, s, st);
       break;
     case 2:
-      e = launch_gemms<32>(a, s, st);
+      e = launch_gemms<32, 1>(a, s, st);
+      break;
+    case 3:
+      e = launch_gemms<8, 2>(a, s, st);
+      break;
+    case 4:
+      e = launch_gemms<16, 2>(a, s, st);
+      break;
+    case 5:
+      e = launch_gemms<32, 2>(a, s, st);
       break;
     default:
       return cudaErrorInvalidValue;

@@ -38,7 +38,7 @@ struct MoeRoutedArgs {
   float swiglu_limit = 0.0f;      // <= 0: no clamp
   const float* shared = nullptr;  // [tokens, dim] shared expert output (bf16 values), or null
   float* out = nullptr;           // [tokens, dim] bf16 values
-  int tile_variant = -1;          // columns per CTA (0: 8, 1: 16, 2: 32); -1 picks
+  int tile_variant = -1;          // columns per CTA 8, 16, 32 (0-2: one CTA/SM, 3-5: two); -1 picks
 };
 
 // Whether the shapes are supported (dim and inter multiples of 128, topk <= 16, experts <= 1024).
