@@ -240,7 +240,13 @@ int run_bench_command(int argc, char** argv) {
         1e3 * decode_s / decode_steps, decode_cpu, static_cast<double>(decode_syncs) / decode_steps,
         bw > 0 ? (bytes / bw) / (decode_s / decode_steps) : 0.0);
   }
-  if (!profile.empty() && decode_steps > 0) print_op_profile(profile, decode_steps, decode_s);
+  if (backend_opts.profile_ops && decode_steps > 0) {
+    if (profile.empty()) {
+      std::printf("ops per decode step: the %s backend does not profile its ops\n", ops.name());
+    } else {
+      print_op_profile(profile, decode_steps, decode_s);
+    }
+  }
   return 0;
 }
 
