@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "backend/memory.h"
@@ -55,6 +56,14 @@ struct IndexScoreArgs {
   int64_t num_keys = 0;
   const int64_t* num_visible = nullptr;  // [num_queries]: query t scores keys [0, num_visible[t])
   float* scores = nullptr;  // [num_queries, num_keys] bf16-exact; -inf where not visible
+};
+
+// Time spent in one op (by name) since the last reset, when the backend profiles its ops.
+struct OpTime {
+  std::string op;
+  int64_t calls = 0;
+  double device_ms = 0;  // on the device, between events around the op's enqueued work
+  double host_ms = 0;    // on the host, enqueuing it (launch overhead, metadata, waits)
 };
 
 enum class ScoreFunc { kSqrtSoftplus, kSigmoid, kSoftmax };
@@ -107,12 +116,34 @@ class Ops : public Memory {
   // routing decisions; 0 for the CPU). A decode step's count is what stands between it and a
   // CUDA graph.
   virtual uint64_t host_syncs() const { return 0; }
+  // Per-op times since the last call (and resets them), for a backend created with op
+  // profiling on (`bench step --profile-ops`); empty otherwise. Waits for the device.
+  virtual std::vector<OpTime> take_op_profile() const { return {}; }
 
   // y[m, n] = x[m] . w[n] (reference `linear`). FP8/FP4 weights first fake-quantize each row of x
   // to e4m3 with ue8m0 scales per 32 (act_quant) and accumulate 32-wide blocks in fp32 (fp8_gemm,
   // fp4_gemm); their output is bf16. BF16/F32 weights compute in fp32 and round the output to bf16
   // when `round_bf16` (the reference's bf16 F.linear) or keep fp32 (its fp32 F.linear).
   virtual void linear(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16) const = 0;
+
+  // A block-diagonal product (the grouped output projection, reference Attention wo_a): x [T,
+  // groups * in] and w [groups * out, in] (group g's rows g * out ..); y[t, g * out + o] =
+  // x[t, g * in ..] . w[g * out + o], as `linear` computes each group. The default runs one
+  // linear per group; a backend may launch them together.
+  virtual void grouped_linear(
+      ConstRowsView x, const WeightView& w, int groups, RowsView y, bool round_bf16) const {
+    const int64_t T = x.rows, in = x.cols / groups, out = w.out_features / groups;
+    Buffer slice(*this, T, in), part(*this, T, out);
+    const int64_t row_bytes = w.format == WeightFormat::kBF16  ? 2 * in
+                              : w.format == WeightFormat::kF32 ? 4 * in
+                                                               : 0;
+    for (int g = 0; g < groups; ++g) {
+      copy_2d(x.data + g * in, x.cols, slice.data(), in, in, T);
+      const WeightView wg{w.format, out, in, w.data + g * out * row_bytes, nullptr};
+      linear(slice.view(), wg, part.view(), round_bf16);
+      copy_2d(part.data(), out, y.data + g * out, y.cols, out, T);
+    }
+  }
 
   // y = bf16(w * x * rsqrt(mean(x^2) + eps)) per row (reference RMSNorm); w: [cols], bf16-exact.
   virtual void rms_norm(ConstRowsView x, const float* w, float eps, RowsView y) const = 0;

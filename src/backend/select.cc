@@ -21,6 +21,7 @@ Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptio
 #ifdef DI_HAVE_CUDA
     CudaOptions co;
     co.arena_bytes = options.cuda_arena_bytes;
+    co.profile_ops = options.profile_ops;
     if (options.cuda_gemm == "tensor") {
       co.gemm = CudaGemm::kTensor;
     } else if (options.cuda_gemm == "wgmma") {

@@ -20,6 +20,8 @@ struct BackendOptions {
   // "wgmma" (sm_90 FP8 wgmma: faster prefill, looser numerics; fails check-golden).
   // See CudaGemm in backend/cuda/cuda_ops.h.
   std::string cuda_gemm = "tensor";
+  // Time every op of the cuda backend with events (Ops::take_op_profile); slows it down a little.
+  bool profile_ops = false;
 };
 
 Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptions& options);

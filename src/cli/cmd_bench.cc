@@ -75,6 +75,22 @@ double decode_weight_bytes(const model::ModelConfig& c) {
   return bytes;
 }
 
+// Per decode step: each op's calls, device time and host (enqueue) time, and the totals next to
+// the measured step time; the gap is where the device waited for the host.
+void print_op_profile(const std::vector<backend::OpTime>& profile, int steps, double seconds) {
+  std::printf("ops per decode step (device and host time of each op, us):\n");
+  std::printf("  %-18s %8s %10s %10s\n", "op", "calls", "device", "host");
+  double device = 0, host = 0;
+  for (const auto& t : profile) {
+    std::printf("  %-18s %8.1f %10.1f %10.1f\n", t.op.c_str(), static_cast<double>(t.calls) / steps,
+                1e3 * t.device_ms / steps, 1e3 * t.host_ms / steps);
+    device += t.device_ms;
+    host += t.host_ms;
+  }
+  std::printf("  %-18s %8s %10.1f %10.1f   (step %.1f us)\n", "total", "", 1e3 * device / steps,
+              1e3 * host / steps, 1e6 * seconds / steps);
+}
+
 }  // namespace
 
 int run_bench_command(int argc, char** argv) {
@@ -112,6 +128,8 @@ int run_bench_command(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   backend::BackendOptions backend_opts;
   add_backend_flags(app, backend_opts);
+  app.add_flag("--profile-ops", backend_opts.profile_ops,
+               "time every op of the decode steps (cuda backend) and print them per step");
   DI_PARSE_FLAGS(app, argc, argv);
   ThreadPool pool(threads);
   auto ops_or = backend::make_backend(pool, backend_opts);
@@ -168,8 +186,10 @@ int run_bench_command(int argc, char** argv) {
   Status s = step(prompt_len, &prefill_s, &prefill_cpu);
   std::vector<float> replay_logits = last_logits;
   const uint64_t syncs_before_decode = ops.host_syncs();
+  (void)ops.take_op_profile();  // the prefill's ops are not reported
   for (int i = 0; s.ok() && i < decode_steps; ++i) s = step(1, &decode_s, &decode_cpu);
   const uint64_t decode_syncs = ops.host_syncs() - syncs_before_decode;
+  const std::vector<backend::OpTime> profile = ops.take_op_profile();
   if (!s.ok()) {
     std::cerr << "deepinfer bench: " << s.to_string() << "\n";
     return 2;
@@ -219,6 +239,13 @@ int run_bench_command(int argc, char** argv) {
         batch, decode_steps, decode_s, batch * decode_steps / decode_s,
         1e3 * decode_s / decode_steps, decode_cpu, static_cast<double>(decode_syncs) / decode_steps,
         bw > 0 ? (bytes / bw) / (decode_s / decode_steps) : 0.0);
+  }
+  if (backend_opts.profile_ops && decode_steps > 0) {
+    if (profile.empty()) {
+      std::printf("ops per decode step: the %s backend does not profile its ops\n", ops.name());
+    } else {
+      print_op_profile(profile, decode_steps, decode_s);
+    }
   }
   return 0;
 }

@@ -15,14 +15,10 @@ void Model::output_projection(int layer, RowsView o, RowsView out) const {
   const int64_t groups = config_.o_groups, rank = config_.o_lora_rank;
   const int64_t in = o.cols / groups;
   // wo_a is block-diagonal over groups: group g maps its heads' values to `rank` outputs (bf16).
-  Buffer grouped(*ops_, T, groups * rank), slice(*ops_, T, in), part(*ops_, T, rank);
-  for (int64_t g = 0; g < groups; ++g) {
-    ops_->copy_2d(o.data + g * in, o.cols, slice.data(), in, in, T);
-    WeightView wg{WeightFormat::kF32, rank, in,
-                  reinterpret_cast<const uint8_t*>(a.wo_a.data() + g * rank * in), nullptr};
-    ops_->linear(slice.view(), wg, part.view(), true);
-    ops_->copy_2d(part.data(), rank, grouped.data() + g * rank, groups * rank, rank, T);
-  }
+  Buffer grouped(*ops_, T, groups * rank);
+  const WeightView wo_a{WeightFormat::kBF16, groups * rank, in,
+                        reinterpret_cast<const uint8_t*>(a.wo_a.data()), nullptr};
+  ops_->grouped_linear(o, wo_a, static_cast<int>(groups), grouped.view(), true);
   ops_->linear(grouped.view(), a.wo_b, out, true);
 }
 

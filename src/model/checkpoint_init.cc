@@ -12,6 +12,7 @@
 #include "model/engram/token_map.h"
 #include "model/weights/safetensors_writer.h"
 #include "tensor/numeric.h"
+#include "util/thread_pool.h"
 
 namespace di::model {
 namespace {
@@ -53,6 +54,7 @@ uint8_t e8m0_of(float pow2) {
 }
 
 void add_fp8_matrix(weights::SafetensorsWriter& w,
+                    ThreadPool* pool,
                     const std::string& prefix,
                     int64_t out,
                     int64_t in,
@@ -61,23 +63,26 @@ void add_fp8_matrix(weights::SafetensorsWriter& w,
   const int64_t rb = (out + 31) / 32, cb = (in + 31) / 32;
   auto scales = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(rb * cb));
   w.add(prefix + ".weight", DType::kF8E4M3, {out, in}, [=](uint8_t* dst, size_t) {
-    std::vector<float> rows(static_cast<size_t>(32 * in));
-    for (int64_t b = 0; b < rb; ++b) {
-      const int64_t r0 = b * 32, nr = std::min<int64_t>(32, out - r0);
-      for (int64_t i = 0; i < nr * in; ++i)
-        rows[static_cast<size_t>(i)] = draw(s, r0 * in + i, std);
-      for (int64_t c = 0; c < cb; ++c) {
-        float amax = 1e-12f;
-        for (int64_t r = 0; r < nr; ++r)
-          for (int64_t k = c * 32; k < std::min(in, c * 32 + 32); ++k)
-            amax = std::max(amax, std::fabs(rows[static_cast<size_t>(r * in + k)]));
-        const float scale = pow2_ceil_scale(amax / kFp8Max);
-        (*scales)[static_cast<size_t>(b * cb + c)] = e8m0_of(scale);
-        for (int64_t r = 0; r < nr; ++r)
-          for (int64_t k = c * 32; k < std::min(in, c * 32 + 32); ++k)
-            dst[(r0 + r) * in + k] = float_to_e4m3(rows[static_cast<size_t>(r * in + k)] / scale);
+    // Every value is a function of its index alone, so row blocks fill in parallel.
+    pool->parallel_for(rb, 1, [&](int64_t b_begin, int64_t b_end) {
+      std::vector<float> rows(static_cast<size_t>(32 * in));
+      for (int64_t b = b_begin; b < b_end; ++b) {
+        const int64_t r0 = b * 32, nr = std::min<int64_t>(32, out - r0);
+        for (int64_t i = 0; i < nr * in; ++i)
+          rows[static_cast<size_t>(i)] = draw(s, r0 * in + i, std);
+        for (int64_t c = 0; c < cb; ++c) {
+          float amax = 1e-12f;
+          for (int64_t r = 0; r < nr; ++r)
+            for (int64_t k = c * 32; k < std::min(in, c * 32 + 32); ++k)
+              amax = std::max(amax, std::fabs(rows[static_cast<size_t>(r * in + k)]));
+          const float scale = pow2_ceil_scale(amax / kFp8Max);
+          (*scales)[static_cast<size_t>(b * cb + c)] = e8m0_of(scale);
+          for (int64_t r = 0; r < nr; ++r)
+            for (int64_t k = c * 32; k < std::min(in, c * 32 + 32); ++k)
+              dst[(r0 + r) * in + k] = float_to_e4m3(rows[static_cast<size_t>(r * in + k)] / scale);
+        }
       }
-    }
+    });
   });
   w.add(prefix + ".scale", DType::kF8E8M0, {rb, cb},
         [scales](uint8_t* dst, size_t n) { std::memcpy(dst, scales->data(), n); });
@@ -85,6 +90,7 @@ void add_fp8_matrix(weights::SafetensorsWriter& w,
 
 // Row-wise blocks of 32 (FP4 experts; Engram tables in FP8).
 void add_rowblock_matrix(weights::SafetensorsWriter& w,
+                         ThreadPool* pool,
                          const std::string& prefix,
                          int64_t out,
                          int64_t in,
@@ -96,47 +102,52 @@ void add_rowblock_matrix(weights::SafetensorsWriter& w,
   const std::string wname = prefix + (fp4 ? ".weight" : ".weight");
   w.add(wname, fp4 ? DType::kI8 : DType::kF8E4M3, {out, fp4 ? in / 2 : in},
         [=](uint8_t* dst, size_t) {
-          float v[32];
-          for (int64_t r = 0; r < out; ++r) {
-            for (int64_t c = 0; c < cb; ++c) {
-              float amax = 1e-12f;
-              for (int i = 0; i < 32; ++i) {
-                v[i] = draw(s, r * in + c * 32 + i, std);
-                amax = std::max(amax, std::fabs(v[i]));
-              }
-              const float scale = pow2_ceil_scale(amax / (fp4 ? kFp4Max : kFp8Max));
-              (*scales)[static_cast<size_t>(r * cb + c)] = e8m0_of(scale);
-              for (int i = 0; i < 32; ++i) {
-                if (fp4) {
-                  const int64_t k = c * 32 + i;
-                  uint8_t code = float_to_e2m1(std::clamp(v[i] / scale, -kFp4Max, kFp4Max));
-                  uint8_t& byte = dst[r * (in / 2) + k / 2];
-                  byte = (k & 1) ? static_cast<uint8_t>((byte & 0x0f) | (code << 4)) : code;
-                } else {
-                  dst[r * in + c * 32 + i] = float_to_e4m3(v[i] / scale);
+          pool->parallel_for(out, 16, [&](int64_t r_begin, int64_t r_end) {
+            float v[32];
+            for (int64_t r = r_begin; r < r_end; ++r) {
+              for (int64_t c = 0; c < cb; ++c) {
+                float amax = 1e-12f;
+                for (int i = 0; i < 32; ++i) {
+                  v[i] = draw(s, r * in + c * 32 + i, std);
+                  amax = std::max(amax, std::fabs(v[i]));
+                }
+                const float scale = pow2_ceil_scale(amax / (fp4 ? kFp4Max : kFp8Max));
+                (*scales)[static_cast<size_t>(r * cb + c)] = e8m0_of(scale);
+                for (int i = 0; i < 32; ++i) {
+                  if (fp4) {
+                    const int64_t k = c * 32 + i;
+                    uint8_t code = float_to_e2m1(std::clamp(v[i] / scale, -kFp4Max, kFp4Max));
+                    uint8_t& byte = dst[r * (in / 2) + k / 2];
+                    byte = (k & 1) ? static_cast<uint8_t>((byte & 0x0f) | (code << 4)) : code;
+                  } else {
+                    dst[r * in + c * 32 + i] = float_to_e4m3(v[i] / scale);
+                  }
                 }
               }
             }
-          }
+          });
         });
   w.add(prefix + ".scale", DType::kF8E8M0, {out, cb},
         [scales](uint8_t* dst, size_t n) { std::memcpy(dst, scales->data(), n); });
 }
 
-void add_tensor(weights::SafetensorsWriter& w, const TensorSpec& t, uint64_t seed) {
+void add_tensor(weights::SafetensorsWriter& w,
+                ThreadPool* pool,
+                const TensorSpec& t,
+                uint64_t seed) {
   const Stream s{splitmix64(seed ^ name_hash(t.name))};
   const int64_t n = num_parameters(t);
   const int64_t in = t.shape.size() > 1 ? t.shape[1] : t.shape[0];
   const float std = 1.0f / std::sqrt(static_cast<float>(in));
   switch (t.kind) {
     case TensorKind::kFp8Matrix:
-      add_fp8_matrix(w, t.name, t.shape[0], t.shape[1], s, std);
+      add_fp8_matrix(w, pool, t.name, t.shape[0], t.shape[1], s, std);
       break;
     case TensorKind::kFp4Matrix:
-      add_rowblock_matrix(w, t.name, t.shape[0], t.shape[1], s, std, true);
+      add_rowblock_matrix(w, pool, t.name, t.shape[0], t.shape[1], s, std, true);
       break;
     case TensorKind::kEngramTable:
-      add_rowblock_matrix(w, t.name, t.shape[0], t.shape[1], s, 0.5f, false);
+      add_rowblock_matrix(w, pool, t.name, t.shape[0], t.shape[1], s, 0.5f, false);
       break;
     case TensorKind::kBf16Matrix:
     case TensorKind::kNormWeight: {
@@ -144,11 +155,13 @@ void add_tensor(weights::SafetensorsWriter& w, const TensorSpec& t, uint64_t see
       const bool embed = t.name == "embed" || t.name.find("markov_head.embed") != std::string::npos;
       const float sd = embed ? 1.0f : std;
       w.add(norm ? t.name : t.name + ".weight", DType::kBF16, t.shape, [=](uint8_t* dst, size_t) {
-        for (int64_t i = 0; i < n; ++i) {
-          const float v = norm ? 1.0f + 0.1f * s(i) : draw(s, i, sd);
-          const uint16_t h = float_to_bf16(v);
-          std::memcpy(dst + 2 * i, &h, 2);
-        }
+        pool->parallel_for(n, int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) {
+            const float v = norm ? 1.0f + 0.1f * s(i) : draw(s, i, sd);
+            const uint16_t h = float_to_bf16(v);
+            std::memcpy(dst + 2 * i, &h, 2);
+          }
+        });
       });
       break;
     }
@@ -221,7 +234,8 @@ Expected<ModelConfig> write_random_checkpoint(ModelConfig c, const InitOptions& 
   weights::SafetensorsWriter writer;
   writer.set_metadata("format", "pt");
   writer.set_metadata("generator", "deepinfer init-model seed=" + std::to_string(o.seed));
-  for (const TensorSpec& t : checkpoint_tensor_specs(c)) add_tensor(writer, t, o.seed);
+  ThreadPool pool;  // the fills run while `writer.write` does, below
+  for (const TensorSpec& t : checkpoint_tensor_specs(c)) add_tensor(writer, &pool, t, o.seed);
   DI_RETURN_IF_ERROR(writer.write((dir / "model.safetensors").string()));
   DI_RETURN_IF_ERROR(write_text(dir / "config.json", model_config_to_json(c)));
   return c;

@@ -156,7 +156,8 @@ Status bind_attention(
   const int64_t wo_a_out = static_cast<int64_t>(c.o_groups) * c.o_lora_rank;
   const int64_t wo_a_in = H * hd / c.o_groups;
   DI_ASSIGN_OR_RETURN(WeightView wo_a, b.matrix(p + "wo_a", wo_a_out, wo_a_in));
-  // The reference dequantizes wo_a to bf16 at load (exact: e4m3 times a power of two).
+  // The reference dequantizes wo_a to bf16 at load (exact: e4m3 times a power of two); kept as
+  // bf16 bits, half the bytes a decode step streams of an fp32 copy, same products.
   a.wo_a.resize(static_cast<size_t>(wo_a_out * wo_a_in));
   for (int64_t o = 0; o < wo_a_out; ++o) {
     for (int64_t i = 0; i < wo_a_in; ++i) {
@@ -171,7 +172,7 @@ Status bind_attention(
       } else {
         return invalid_argument("tensor '" + p + "wo_a.weight' must be F8_E4M3 or BF16");
       }
-      a.wo_a[static_cast<size_t>(o * wo_a_in + i)] = round_bf16(v);
+      a.wo_a[static_cast<size_t>(o * wo_a_in + i)] = float_to_bf16(round_bf16(v));
     }
   }
   DI_ASSIGN_OR_RETURN(a.wo_b, b.quantized(p + "wo_b", dim, wo_a_out, WeightFormat::kFP8));

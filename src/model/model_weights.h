@@ -21,7 +21,8 @@ struct ExpertWeights {
 
 struct AttentionWeights {
   WeightView wq_a, wq_b, wkv, wo_b;
-  std::vector<float> wo_a;  // [o_groups * o_lora_rank, n_heads * head_dim / o_groups], dequantized
+  std::vector<uint16_t>
+      wo_a;  // bf16 bits, [o_groups * o_lora_rank, n_heads * head_dim / o_groups], dequantized
   std::vector<float> q_norm, kv_norm, attn_sink;
   // compressor (kv sources): wkv/wgate are applied in fp32 at ratio > 1, in bf16 at ratio 1
   WeightView comp_wkv, comp_wgate;

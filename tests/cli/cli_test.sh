@@ -28,6 +28,9 @@ s1=$("$bin" generate --model "$work/m" --prompt-ids 5,6,7 --max-tokens 6 --tempe
 s2=$("$bin" generate --model "$work/m" --prompt-ids 5,6,7 --max-tokens 6 --temperature 1 --seed 9 2>/dev/null)
 [ "$s1" = "$s2" ] || { echo "FAIL seeded sampling is not reproducible"; fail=1; }
 expect_rc bench 0 "" "$bin" bench step --model "$work/m" --prompt-len 16 --decode-steps 2 --batch 2
+# --profile-ops: per-op times on the cuda backend; the cpu backend says it has none.
+expect_rc bench_profile_ops 0 "" "$bin" bench step --model "$work/m" --prompt-len 8 --decode-steps 1 --profile-ops
+grep -q "does not profile" "$work/out" || { echo "FAIL bench --profile-ops: no note on cpu"; fail=1; }
 # bench kernels: an unknown flag is refused before any device work (and without a CUDA build
 # the subcommand says so); either way exit 2 naming the subcommand.
 expect_rc bench_kernels_bad_flag 2 "kernels" "$bin" bench kernels --bogus

@@ -3,6 +3,8 @@
 // value product, block sums added in key order. One block per (query, head), keys read from
 // global memory (L2) by index; the MQA key reuse across heads is not exploited yet, and the
 // sequential block order leaves a batch-1 decode with only `heads` blocks of parallelism.
+#include <algorithm>
+
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/kernels.h"
 
@@ -130,6 +132,39 @@ __global__ void index_scores_kernel(const float* q,
   scores[i] = round_bf16(total);
 }
 
+// Few (query, key) pairs (decode): one block per pair, one thread per head computing its dot
+// product (the key row staged once in shared memory), then thread 0 adds the heads in order, as
+// the kernel above does per thread. Same bits, heads x more threads in flight.
+constexpr int kPairMaxDim = 1024;
+
+__global__ void index_scores_pair_kernel(const float* q,
+                                         const float* w,
+                                         int heads,
+                                         int dim,
+                                         const float* keys,
+                                         int64_t num_keys,
+                                         const int64_t* num_visible,
+                                         float* scores) {
+  __shared__ float key[kPairMaxDim];
+  extern __shared__ float head_terms[];  // [heads]
+  const int64_t i = blockIdx.x, t = i / num_keys, s = i % num_keys;
+  if (s >= num_visible[t]) {
+    if (threadIdx.x == 0) scores[i] = -INFINITY;
+    return;
+  }
+  for (int d = threadIdx.x; d < dim; d += blockDim.x) key[d] = keys[s * dim + d];
+  __syncthreads();
+  for (int h = threadIdx.x; h < heads; h += blockDim.x) {
+    const float dot = round_bf16(dot8(q + (t * heads + h) * dim, key, dim));
+    head_terms[h] = round_bf16(__fmul_rn(fmaxf(dot, 0.0f), w[t * heads + h]));
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  float total = 0.0f;
+  for (int h = 0; h < heads; ++h) total = __fadd_rn(total, head_terms[h]);
+  scores[i] = round_bf16(total);
+}
+
 }  // namespace
 
 cudaError_t sparse_attention(const float* q,
@@ -162,8 +197,15 @@ cudaError_t index_scores(const float* q,
                          cudaStream_t s) {
   const int64_t n = num_queries * num_keys;
   if (n == 0) return cudaSuccess;
-  index_scores_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(
-      q, weights, num_queries, num_heads, head_dim, keys, num_keys, num_visible, scores);
+  // A thread per pair fills the device from about 32K pairs on; below that, a block per pair.
+  if (n < 32768 && head_dim <= kPairMaxDim && num_heads <= 1024) {
+    const int threads = std::min(1024, (num_heads + 31) / 32 * 32);
+    index_scores_pair_kernel<<<static_cast<unsigned>(n), threads, sizeof(float) * num_heads, s>>>(
+        q, weights, num_heads, head_dim, keys, num_keys, num_visible, scores);
+  } else {
+    index_scores_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(
+        q, weights, num_queries, num_heads, head_dim, keys, num_keys, num_visible, scores);
+  }
   return cudaGetLastError();
 }
 

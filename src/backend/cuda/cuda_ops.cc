@@ -45,7 +45,11 @@ Expected<std::unique_ptr<CudaOps>> CudaOps::create(ThreadPool& /*pool*/,
   }
   auto impl = std::make_unique<Impl>();
   impl->gemm = options.gemm;
+  if (options.profile_ops) impl->profiler = std::make_unique<cuda::OpProfiler>();
   DI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking));
+  void* pinned = nullptr;
+  DI_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&pinned, Impl::kPinnedBytes, cudaHostAllocDefault));
+  impl->pinned = static_cast<uint8_t*>(pinned);
   DI_ASSIGN_OR_RETURN(impl->arena, cuda::DeviceArena::create(options.arena_bytes));
   // Activations come from the stream-ordered pool; keeping what it reserved makes allocation
   // inside a step a free-list operation, not a cudaMalloc.
@@ -70,87 +74,15 @@ uint64_t CudaOps::host_syncs() const {
   return impl_->host_syncs;
 }
 
-// --- backend memory: device memory from the stream-ordered pool ---
-
-float* CudaOps::allocate(int64_t count) const {
-  Impl& m = *impl_;
-  float* p = nullptr;
-  m.run("allocate", [&]() -> Status {
-    void* raw = nullptr;
-    DI_CUDA_RETURN_IF_ERROR(cudaMallocAsync(
-        &raw, sizeof(float) * static_cast<size_t>(std::max<int64_t>(count, 1)), m.stream));
-    p = static_cast<float*>(raw);
-    return {};
-  });
-  return p;
-}
-
-void CudaOps::deallocate(float* p) const {
-  if (!p) return;
+std::vector<OpTime> CudaOps::take_op_profile() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  (void)cudaFreeAsync(p, impl_->stream);
-}
-
-void CudaOps::upload(const float* host, float* dst, int64_t count) const {
-  Impl& m = *impl_;
-  m.run("upload", [&]() -> Status {
-    if (count <= 0 || !dst) return {};
-    DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, host, sizeof(float) * static_cast<size_t>(count),
-                                            cudaMemcpyHostToDevice, m.stream));
+  if (!impl_->profiler) return {};
+  auto t = impl_->profiler->take(impl_->stream);
+  if (!t) {
+    if (impl_->error.ok()) impl_->error = t.status().with_context("cuda op profile");
     return {};
-  });
-}
-
-void CudaOps::download(const float* src, float* host, int64_t count) const {
-  Impl& m = *impl_;
-  m.run("download", [&]() -> Status {
-    if (count <= 0) return {};
-    if (!src) return Status(StatusCode::kInternal, "download from a null buffer");
-    DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host, src, sizeof(float) * static_cast<size_t>(count),
-                                            cudaMemcpyDeviceToHost, m.stream));
-    return m.sync();
-  });
-}
-
-void CudaOps::copy_2d(const float* src,
-                      int64_t src_stride,
-                      float* dst,
-                      int64_t dst_stride,
-                      int64_t width,
-                      int64_t rows) const {
-  Impl& m = *impl_;
-  m.run("copy_2d", [&]() -> Status {
-    if (width <= 0 || rows <= 0) return {};
-    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(
-        dst, sizeof(float) * static_cast<size_t>(dst_stride), src,
-        sizeof(float) * static_cast<size_t>(src_stride), sizeof(float) * static_cast<size_t>(width),
-        static_cast<size_t>(rows), cudaMemcpyDeviceToDevice, m.stream));
-    return {};
-  });
-}
-
-void CudaOps::fill(float* dst, float value, int64_t count) const {
-  if (value != 0.0f || std::signbit(value)) {
-    Ops::fill(dst, value, count);
-    return;
   }
-  Impl& m = *impl_;
-  m.run("fill", [&]() -> Status {
-    if (count <= 0 || !dst) return {};
-    DI_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(dst, 0, sizeof(float) * static_cast<size_t>(count), m.stream));
-    return {};
-  });
-}
-
-void CudaOps::gather_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const {
-  Impl& m = *impl_;
-  m.run("gather_rows", [&]() -> Status {
-    DI_ASSIGN_OR_RETURN(const int64_t* dr, m.upload(rows, static_cast<size_t>(dst.rows)));
-    DI_CUDA_RETURN_IF_ERROR(
-        cuda::gather_rows(src.data, src.cols, dr, dst.rows, dst.data, m.stream));
-    return {};
-  });
+  return std::move(*t);
 }
 
 // --- ops: activations are device pointers; weights and per-layer constants are cached uploads;
@@ -158,8 +90,39 @@ void CudaOps::gather_rows(ConstRowsView src, const int64_t* rows, RowsView dst) 
 
 void CudaOps::linear(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16) const {
   Impl& m = *impl_;
-  m.run("linear",
+  // Named by weight format, so that an op profile tells the decode GEMV families apart.
+  const char* name = w.format == WeightFormat::kFP8    ? "linear_fp8"
+                     : w.format == WeightFormat::kFP4  ? "linear_fp4"
+                     : w.format == WeightFormat::kBF16 ? "linear_bf16"
+                                                       : "linear_f32";
+  m.run(m.label(name, &w),
         [&]() -> Status { return m.linear(x.data, x.rows, x.cols, w, y.data, round_bf16); });
+}
+
+void CudaOps::grouped_linear(
+    ConstRowsView x, const WeightView& w, int groups, RowsView y, bool round_bf16) const {
+  Impl& m = *impl_;
+  // Dense weights: every group in one launch (together the groups' outputs fill the device);
+  // quantized weights take the per-group default.
+  if (w.format != WeightFormat::kBF16 && w.format != WeightFormat::kF32) {
+    Ops::grouped_linear(x, w, groups, y, round_bf16);
+    return;
+  }
+  m.run(m.label("grouped_linear", &w), [&]() -> Status {
+    if (groups < 1 || x.cols != groups * w.in_features || y.cols != w.out_features ||
+        w.out_features % groups != 0) {
+      return Status(StatusCode::kInvalidArgument, "grouped_linear: shapes do not match");
+    }
+    DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, m.weight(w));
+    // Like `linear`: a thread per output only when there are enough outputs to keep bytes in
+    // flight, else eight threads per output.
+    const bool gemv = cuda::dense_gemv_applies(x.rows, dw) && dw.out_features >= 16384 &&
+                      reinterpret_cast<uintptr_t>(x.data) % 16 == 0;
+    DI_CUDA_RETURN_IF_ERROR(
+        gemv ? cuda::dense_gemv(x.data, x.rows, dw, groups, y.data, round_bf16, m.stream)
+             : cuda::dense_gemm_grouped(x.data, x.rows, dw, groups, y.data, round_bf16, m.stream));
+    return {};
+  });
 }
 
 void CudaOps::rms_norm(ConstRowsView x, const float* w, float eps, RowsView y) const {
@@ -274,11 +237,22 @@ void CudaOps::hc_mixes(ConstRowsView x,
     const WeightView fn_w{WeightFormat::kF32, mix, x.cols, reinterpret_cast<const uint8_t*>(fn),
                           nullptr};
     DI_ASSIGN_OR_RETURN(float* raw, m.scratch<float>(static_cast<size_t>(x.rows * mix)));
-    DI_RETURN_IF_ERROR(m.linear(x.data, x.rows, x.cols, fn_w, raw, /*round=*/false));
+    float* sum_squares = nullptr;
+    // Few rows: one block per (mix output, row) over shared-memory copies (the chains at add
+    // latency); many rows: dense_gemm's parallelism across rows pays for its global loads.
+    if (x.rows <= 64 && cuda::hc_mix_products_fit(x.cols)) {
+      DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dfn, m.weight(fn_w));
+      DI_ASSIGN_OR_RETURN(sum_squares, m.scratch<float>(static_cast<size_t>(x.rows)));
+      DI_CUDA_RETURN_IF_ERROR(cuda::hc_mix_products(x.data, x.rows, x.cols,
+                                                    reinterpret_cast<const float*>(dfn.data), mix,
+                                                    raw, sum_squares, m.stream));
+    } else {
+      DI_RETURN_IF_ERROR(m.linear(x.data, x.rows, x.cols, fn_w, raw, /*round=*/false));
+    }
     DI_ASSIGN_OR_RETURN(const float* dscale, m.constant(scale, 3));
     DI_ASSIGN_OR_RETURN(const float* dbase, m.constant(base, mix));
-    DI_CUDA_RETURN_IF_ERROR(cuda::hc_mixes(x.data, x.rows, x.cols, raw, dscale, dbase, hc,
-                                           sinkhorn_iters, hc_eps, norm_eps, out, m.stream));
+    DI_CUDA_RETURN_IF_ERROR(cuda::hc_mixes(x.data, x.rows, x.cols, sum_squares, raw, dscale, dbase,
+                                           hc, sinkhorn_iters, hc_eps, norm_eps, out, m.stream));
     return {};
   });
 }

@@ -33,6 +33,7 @@ struct CudaOptions {
   int device = 0;
   size_t arena_bytes = size_t{4} << 30;
   CudaGemm gemm = CudaGemm::kExact;
+  bool profile_ops = false;  // events around every op (take_op_profile)
 };
 
 class CudaOps final : public Ops {
@@ -45,6 +46,7 @@ class CudaOps final : public Ops {
   Status status() const override;
   // Host waits so far (downloads and the router's decision).
   uint64_t host_syncs() const override;
+  std::vector<OpTime> take_op_profile() const override;
 
   float* allocate(int64_t count) const override;
   void deallocate(float* p) const override;
@@ -60,6 +62,8 @@ class CudaOps final : public Ops {
   void gather_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const override;
 
   void linear(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16) const override;
+  void grouped_linear(
+      ConstRowsView x, const WeightView& w, int groups, RowsView y, bool round_bf16) const override;
   void rms_norm(ConstRowsView x, const float* w, float eps, RowsView y) const override;
   void fake_quant_fp8(RowsView x, int block) const override;
   void fake_quant_fp4(RowsView x, Fp4ScaleKind kind) const override;

@@ -18,6 +18,7 @@
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/device_arena.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/op_profiler.h"
 
 namespace di::backend {
 
@@ -81,9 +82,38 @@ struct CudaOps::Impl {
   CudaGemm gemm = CudaGemm::kExact;
   Status error;
   uint64_t host_syncs = 0;
+  std::unique_ptr<cuda::OpProfiler> profiler;  // when CudaOptions::profile_ops
+  // Pinned staging ring for per-call host data (metadata, small uploads). CUDA documents that a
+  // cudaMemcpyAsync from pageable memory first synchronizes the stream, which would put a host
+  // wait in front of every op with metadata; from pinned memory the copy is truly asynchronous.
+  // The ring is reused after one stream synchronization when it wraps (rare: steps upload KBs).
+  static constexpr size_t kPinnedBytes = size_t{64} << 20;
+  static constexpr size_t kStageMax = size_t{4} << 20;  // larger uploads go pageable
+  uint8_t* pinned = nullptr;
+  size_t pinned_head = 0;
 
   ~Impl() {
     if (stream) (void)cudaStreamDestroy(stream);
+    if (pinned) (void)cudaFreeHost(pinned);
+  }
+
+  // Enqueues host -> device `bytes` through the pinned ring when they fit.
+  Status copy_in(void* dst, const void* host, size_t bytes) {
+    if (bytes == 0) return {};
+    const void* src = host;
+    if (pinned && bytes <= kStageMax) {
+      const size_t need = (bytes + 255) & ~size_t{255};
+      if (pinned_head + need > kPinnedBytes) {
+        ++host_syncs;
+        DI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+        pinned_head = 0;
+      }
+      std::memcpy(pinned + pinned_head, host, bytes);
+      src = pinned + pinned_head;
+      pinned_head += need;
+    }
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    return {};
   }
 
   template <class T>
@@ -94,10 +124,7 @@ struct CudaOps::Impl {
   template <class T>
   Expected<T*> upload(const T* host, size_t count) {
     DI_ASSIGN_OR_RETURN(T * d, scratch<T>(count));
-    if (count > 0) {
-      DI_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(d, host, sizeof(T) * count, cudaMemcpyHostToDevice, stream));
-    }
+    DI_RETURN_IF_ERROR(copy_in(d, host, sizeof(T) * count));
     return d;
   }
   template <class T>
@@ -118,6 +145,9 @@ struct CudaOps::Impl {
     auto it = weights.find(w.data);
     if (it != weights.end() && it->second.print == print) return it->second.dev;
     cuda::DeviceWeight d{w.format, w.out_features, w.in_features, nullptr, nullptr};
+    if (profiler) {
+      DI_RETURN_IF_ERROR(profiler->begin("weight_upload", stream));
+    }
     DI_ASSIGN_OR_RETURN(void* data, arena->alloc_persistent(data_bytes));
     DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(data, w.data, data_bytes, cudaMemcpyHostToDevice));
     d.data = static_cast<const uint8_t*>(data);
@@ -127,6 +157,9 @@ struct CudaOps::Impl {
       d.scale = static_cast<const uint8_t*>(scale);
     }
     weights[w.data] = {print, d};
+    if (profiler) {
+      DI_RETURN_IF_ERROR(profiler->end(stream));
+    }
     return d;
   }
 
@@ -135,7 +168,20 @@ struct CudaOps::Impl {
       const float* dx, int64_t rows, int64_t cols, const WeightView& w, float* dy, bool round) {
     DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, weight(w));
     if (w.format != WeightFormat::kFP8 && w.format != WeightFormat::kFP4) {
-      DI_CUDA_RETURN_IF_ERROR(cuda::dense_gemm(dx, rows, dw, dy, round, stream));
+      // Few rows (decode): one thread per output keeps whole sectors in flight; the result is
+      // the same bits either way.
+      // Few rows: from 16K outputs a thread per output (the tiled GEMV) keeps enough bytes in
+      // flight; below 2K outputs a block per (output, row) over shared-memory copies does;
+      // between them, and for many rows, eight threads per output (dense_gemm). Same bits.
+      const bool aligned = reinterpret_cast<uintptr_t>(dx) % 16 == 0 && cols % 4 == 0;
+      if (aligned && dw.out_features >= 16384 && cuda::dense_gemv_applies(rows, dw)) {
+        DI_CUDA_RETURN_IF_ERROR(cuda::dense_gemv(dx, rows, dw, 1, dy, round, stream));
+      } else if (aligned && dw.out_features < 2048 && rows <= 8 &&
+                 cuda::dense_staged_applies(rows, dw)) {
+        DI_CUDA_RETURN_IF_ERROR(cuda::dense_staged(dx, rows, dw, dy, round, stream));
+      } else {
+        DI_CUDA_RETURN_IF_ERROR(cuda::dense_gemm(dx, rows, dw, dy, round, stream));
+      }
       return {};
     }
     const size_t in = static_cast<size_t>(rows * cols);
@@ -180,12 +226,21 @@ struct CudaOps::Impl {
   // releases its scratch, and latches the first error. No wait: the scratch is reused only by
   // later work on the same stream, and pageable uploads are staged before cudaMemcpyAsync
   // returns.
+  // The name an op is profiled under: `op`, and the weight's shape for the products.
+  std::string label(const char* op, const WeightView* w = nullptr) const {
+    if (!profiler || !w) return op;
+    return std::string(op) + " " + std::to_string(w->out_features) + "x" +
+           std::to_string(w->in_features);
+  }
+
   template <class F>
-  void run(const char* op, F&& body) {
+  void run(const std::string& op, F&& body) {
     std::lock_guard<std::mutex> lock(mu);
     if (!error.ok()) return;
     const size_t mark = arena->scratch_mark();
-    Status s = body();
+    Status s = profiler ? profiler->begin(op, stream) : Status();
+    if (s.ok()) s = body();
+    if (s.ok() && profiler) s = profiler->end(stream);
     arena->scratch_reset(mark);
     if (!s.ok()) error = s.with_context(std::string("cuda ") + op);
   }

@@ -4,6 +4,7 @@
 // one thread per quantization block or element, one block per row where a row reduction is needed.
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/lane_sum.cuh"
 
 namespace di::backend::cuda {
 
@@ -72,6 +73,30 @@ __global__ void fake_quant_fp4_kernel(float* x, int64_t num_blocks, bool e4m3_sc
 }
 
 // One block per row: eight threads run the eight chains of sum_squares_f32, thread 0 combines.
+// Rows up to kRmsStagedCols floats are staged in shared memory first (lane_sum.cuh: the eight
+// chains then run at add latency instead of one global round trip per step).
+constexpr int64_t kRmsStagedCols = 8192;
+
+__global__ void rms_norm_staged_kernel(
+    const float* x, int64_t cols, const float* w, float eps, float* y) {
+  __shared__ float4 staged4[kRmsStagedCols / 4];
+  __shared__ float lanes[8];
+  __shared__ float r;
+  float* staged = reinterpret_cast<float*>(staged4);
+  stage_to_shared(x + blockIdx.x * cols, staged, cols);
+  __syncthreads();
+  const float s = lane_dot_shared(staged, staged, cols, lanes);
+  if (threadIdx.x == 0) {
+    const float var = __fdiv_rn(s, static_cast<float>(cols));
+    r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, eps)));
+  }
+  __syncthreads();
+  float* yr = y + blockIdx.x * cols;
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+    yr[i] = round_bf16(__fmul_rn(w[i], __fmul_rn(staged[i], r)));
+  }
+}
+
 __global__ void rms_norm_kernel(const float* x, int64_t cols, const float* w, float eps, float* y) {
   __shared__ float lanes[8];
   __shared__ float r;
@@ -192,11 +217,26 @@ __global__ void engram_gate_kernel(float* x,
   const int64_t full = dim / 8 * 8;
   if (threadIdx.x < 8) {
     float hx = 0, kk = 0, dot = 0;
-    for (int64_t d = threadIdx.x; d < full; d += 8) {
-      hx = __fadd_rn(hx, __fmul_rn(xk[d], xk[d]));
-      kk = __fadd_rn(kk, __fmul_rn(key[d], key[d]));
-      dot = __fadd_rn(dot, __fmul_rn(__fmul_rn(xk[d], wk[d]), key[d]));
+    auto add = [&](float xv, float kv_, float wv) {
+      hx = __fadd_rn(hx, __fmul_rn(xv, xv));
+      kk = __fadd_rn(kk, __fmul_rn(kv_, kv_));
+      dot = __fadd_rn(dot, __fmul_rn(__fmul_rn(xv, wv), kv_));
+    };
+    // Each lane's three chains are sequential: their loads go kAhead steps ahead.
+    constexpr int kAhead = 8;
+    int64_t d = threadIdx.x;
+    for (; d + 8 * (kAhead - 1) < full; d += 8 * kAhead) {
+      float xv[kAhead], kv_[kAhead], wv[kAhead];
+#pragma unroll
+      for (int i = 0; i < kAhead; ++i) {
+        xv[i] = xk[d + 8 * i];
+        kv_[i] = key[d + 8 * i];
+        wv[i] = wk[d + 8 * i];
+      }
+#pragma unroll
+      for (int i = 0; i < kAhead; ++i) add(xv[i], kv_[i], wv[i]);
     }
+    for (; d < full; d += 8) add(xk[d], key[d], wk[d]);
     lanes[0][threadIdx.x] = hx;
     lanes[1][threadIdx.x] = kk;
     lanes[2][threadIdx.x] = dot;
@@ -287,7 +327,11 @@ cudaError_t rms_norm(const float* x,
                      float* y,
                      cudaStream_t s) {
   if (rows == 0) return cudaSuccess;
-  rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, cols, w, eps, y);
+  if (cols <= kRmsStagedCols) {
+    rms_norm_staged_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, cols, w, eps, y);
+  } else {
+    rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, cols, w, eps, y);
+  }
   return cudaGetLastError();
 }
 

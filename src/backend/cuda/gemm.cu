@@ -235,25 +235,44 @@ __global__ void __launch_bounds__(32 * kDecodeWarps, 2)
 // a pair computes the same sum), and lane 0 adds the tail. Bitwise the CPU's result, with 8x the
 // parallelism of one thread per output and the eight chains' loads side by side.
 template <bool kBf16>
-__global__ void dense_gemm_kernel(
-    const float* x, int64_t rows, DeviceWeight w, float* y, bool round_out) {
+__global__ void dense_gemm_kernel(const float* x,
+                                  int64_t rows,
+                                  int64_t x_stride,
+                                  int64_t group_out,
+                                  DeviceWeight w,
+                                  float* y,
+                                  bool round_out) {
   const int64_t gid = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   const int j = static_cast<int>(threadIdx.x & 7);
   const int64_t n = gid >> 3, m = blockIdx.y;
   const int64_t K = w.in_features, N = w.out_features, k8 = K / 8 * 8;
   const bool live = n < N && m < rows;  // every lane reaches the shuffles
-  const float* a = x + m * K;
+  const float* a = x + m * x_stride + (n / group_out) * K;
   float l = 0;
   if (live) {
-    if constexpr (kBf16) {
-      const uint16_t* wr = reinterpret_cast<const uint16_t*>(w.data) + n * K;
-      for (int64_t k = j; k < k8; k += 8) {
-        l = __fadd_rn(l, __fmul_rn(a[k], __uint_as_float(static_cast<uint32_t>(wr[k]) << 16)));
+    // The lane's chain is sequential, so its loads must run ahead of it: batches of kAhead
+    // independent loads, then the adds (one round trip per batch instead of per step).
+    constexpr int kAhead = 16;
+    auto weight = [&](int64_t k) {
+      if constexpr (kBf16) {
+        return __uint_as_float(
+            static_cast<uint32_t>(reinterpret_cast<const uint16_t*>(w.data)[n * K + k]) << 16);
+      } else {
+        return reinterpret_cast<const float*>(w.data)[n * K + k];
       }
-    } else {
-      const float* wr = reinterpret_cast<const float*>(w.data) + n * K;
-      for (int64_t k = j; k < k8; k += 8) l = __fadd_rn(l, __fmul_rn(a[k], wr[k]));
+    };
+    int64_t k = j;
+    for (; k + 8 * (kAhead - 1) < k8; k += 8 * kAhead) {
+      float wv[kAhead], av[kAhead];
+#pragma unroll
+      for (int i = 0; i < kAhead; ++i) {
+        wv[i] = weight(k + 8 * i);
+        av[i] = a[k + 8 * i];
+      }
+#pragma unroll
+      for (int i = 0; i < kAhead; ++i) l = __fadd_rn(l, __fmul_rn(av[i], wv[i]));
     }
+    for (; k < k8; k += 8) l = __fadd_rn(l, __fmul_rn(a[k], weight(k)));
   }
   l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 1));
   l = __fadd_rn(l, __shfl_xor_sync(0xffffffffu, l, 2));
@@ -316,21 +335,33 @@ cudaError_t block_scaled_gemm(const float* q,
   return cudaGetLastError();
 }
 
+cudaError_t dense_gemm_grouped(const float* x,
+                               int64_t rows,
+                               const DeviceWeight& w,
+                               int groups,
+                               float* y,
+                               bool round_bf16,
+                               cudaStream_t s) {
+  if (rows == 0 || w.out_features == 0) return cudaSuccess;
+  if (groups < 1 || w.out_features % groups != 0) return cudaErrorInvalidValue;
+  const dim3 grid(static_cast<unsigned>((w.out_features * 8 + 255) / 256),
+                  static_cast<unsigned>(rows));
+  const int64_t x_stride = w.in_features * groups, group_out = w.out_features / groups;
+  if (w.format == WeightFormat::kBF16) {
+    dense_gemm_kernel<true><<<grid, 256, 0, s>>>(x, rows, x_stride, group_out, w, y, round_bf16);
+  } else {
+    dense_gemm_kernel<false><<<grid, 256, 0, s>>>(x, rows, x_stride, group_out, w, y, round_bf16);
+  }
+  return cudaGetLastError();
+}
+
 cudaError_t dense_gemm(const float* x,
                        int64_t rows,
                        const DeviceWeight& w,
                        float* y,
                        bool round_bf16,
                        cudaStream_t s) {
-  if (rows == 0 || w.out_features == 0) return cudaSuccess;
-  const dim3 grid(static_cast<unsigned>((w.out_features * 8 + 255) / 256),
-                  static_cast<unsigned>(rows));
-  if (w.format == WeightFormat::kBF16) {
-    dense_gemm_kernel<true><<<grid, 256, 0, s>>>(x, rows, w, y, round_bf16);
-  } else {
-    dense_gemm_kernel<false><<<grid, 256, 0, s>>>(x, rows, w, y, round_bf16);
-  }
-  return cudaGetLastError();
+  return dense_gemm_grouped(x, rows, w, 1, y, round_bf16, s);
 }
 
 }  // namespace di::backend::cuda

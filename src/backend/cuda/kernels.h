@@ -92,11 +92,25 @@ cudaError_t add_rows(
 cudaError_t add_round_bf16(const float* a, const float* b, int64_t n, float* out, cudaStream_t s);
 
 // --- hc_mixes.cu (bitwise up to exp's last bit) ---
-// Block.hc_mixes after the mix product: raw [rows, (2+hc)*hc] holds x . fn (dense_gemm with the
-// F32 fn, unrounded); x [rows, hc_dim] gives the RMS factor. hc <= HcCoefficients::kMaxHc.
+// The mix product raw [rows, mix] = x . fn^T (fn [mix, hc_dim] f32, unrounded) and the sum of
+// squares of each row of x, in dot_f32's order, one block per (output, row) with both vectors in
+// shared memory; hc_mix_products_fit says whether 2 * hc_dim floats fit a block's.
+bool hc_mix_products_fit(int64_t hc_dim);
+cudaError_t hc_mix_products(const float* x,
+                            int64_t rows,
+                            int64_t hc_dim,
+                            const float* fn,
+                            int mix,
+                            float* raw,
+                            float* sum_squares,
+                            cudaStream_t s);
+// Block.hc_mixes after the mix product: raw [rows, (2+hc)*hc] holds x . fn (hc_mix_products or
+// dense_gemm with the F32 fn, unrounded); x [rows, hc_dim] gives the RMS factor, from
+// `sum_squares` [rows] when given. hc <= HcCoefficients::kMaxHc.
 cudaError_t hc_mixes(const float* x,
                      int64_t rows,
                      int64_t hc_dim,
+                     const float* sum_squares,
                      const float* raw,
                      const float* scale,
                      const float* base,
@@ -226,6 +240,36 @@ cudaError_t quantize_fp8_e4m3(
 
 // BF16/F32 weights: y = x . w in the 8-lane order, bf16-rounded when round_bf16.
 cudaError_t dense_gemm(
+    const float* x, int64_t rows, const DeviceWeight& w, float* y, bool round_bf16, cudaStream_t s);
+// Block-diagonal w [groups * out, K] over x [rows, groups * K] (Ops::grouped_linear).
+cudaError_t dense_gemm_grouped(const float* x,
+                               int64_t rows,
+                               const DeviceWeight& w,
+                               int groups,
+                               float* y,
+                               bool round_bf16,
+                               cudaStream_t s);
+
+// --- gemv_dense.cu (bitwise = dense_gemm) ---
+// The same product for few rows (one thread per output column, the eight lanes as independent
+// accumulators): needs K * element size % 128 == 0 and 16-byte aligned weights and x rows. With
+// groups > 1, w [groups * out, K] is block-diagonal: x is [rows, groups * K] and output n reads x's
+// group n / out (Ops::grouped_linear).
+inline constexpr int64_t kDenseGemvMaxRows = 8;
+bool dense_gemv_applies(int64_t rows, const DeviceWeight& w);
+cudaError_t dense_gemv(const float* x,
+                       int64_t rows,
+                       const DeviceWeight& w,
+                       int groups,
+                       float* y,
+                       bool round_bf16,
+                       cudaStream_t s);
+
+// --- dense_staged.cu (bitwise = dense_gemm) ---
+// The same product as a block per (output, row) over shared-memory copies, for few outputs:
+// needs K % 8 == 0, K * (4 + element size) <= 48 KB and 16-byte aligned weights and x rows.
+bool dense_staged_applies(int64_t rows, const DeviceWeight& w);
+cudaError_t dense_staged(
     const float* x, int64_t rows, const DeviceWeight& w, float* y, bool round_bf16, cudaStream_t s);
 
 // --- attention.cu ---

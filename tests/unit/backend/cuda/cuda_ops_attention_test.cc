@@ -36,15 +36,16 @@ TEST_F(CudaOpsTest, SparseAttentionMatchesCpu) {
   expect_nearly_bitwise(gpu, cpu, 0.99, 1.0 / 64, "sparse_attention");
 }
 
-TEST_F(CudaOpsTest, IndexScoresMatchCpuBitwise) {
-  const int64_t nq = 3, nk = 70;
-  const int heads = 8, dim = 32;
+void index_scores_case(
+    const Ops& cpu_ops, const Ops& gpu_ops, int64_t nq, int64_t nk, int heads, int dim) {
   auto q = random_rows(static_cast<size_t>(nq * heads * dim), 71);
   auto w = random_rows(static_cast<size_t>(nq * heads), 72);
   auto k = random_rows(static_cast<size_t>(nk * dim), 73);
   std::vector<const float*> keys;
   for (int64_t s = 0; s < nk; ++s) keys.push_back(k.data() + s * dim);
-  std::vector<int64_t> visible = {70, 3, 0};
+  std::vector<int64_t> visible(static_cast<size_t>(nq), nk);
+  visible[1] = 3;
+  visible[2] = 0;
   IndexScoreArgs a;
   a.q = q.data();
   a.weights = w.data();
@@ -56,10 +57,22 @@ TEST_F(CudaOpsTest, IndexScoresMatchCpuBitwise) {
   a.num_visible = visible.data();
   Rows cpu(static_cast<size_t>(nq * nk)), gpu(cpu.size(), NAN);
   a.scores = cpu.data();
-  cpu_.index_scores(a);
+  cpu_ops.index_scores(a);
   a.scores = gpu.data();
-  gpu_->index_scores(a);
+  gpu_ops.index_scores(a);
   expect_bitwise(gpu, cpu, "index_scores");
+}
+
+TEST_F(CudaOpsTest, IndexScoresMatchCpuBitwise) {
+  // Few pairs take the block-per-pair kernel (the V4.1 indexer's 64 x 128 among them), 40,000 the
+  // thread-per-pair one; dim 36 leaves a tail past the 8-lane chains.
+  struct Case {
+    int64_t nq, nk;
+    int heads, dim;
+  };
+  for (const Case& c : {Case{3, 70, 8, 32}, Case{3, 90, 64, 128}, Case{40, 1000, 4, 36}}) {
+    index_scores_case(cpu_, *gpu_, c.nq, c.nk, c.heads, c.dim);
+  }
 }
 
 TEST(CudaOpsErrors, ArenaExhaustionIsAStatusNotAnAbort) {

@@ -88,8 +88,16 @@ TEST_F(CudaOpsTest, MoeRouteBreaksTiesToTheLowerIndex) {
 }
 
 TEST_F(CudaOpsTest, HcMixesMatchCpuNearlyBitwise) {
-  for (int hc : {1, 4}) {
-    const int64_t rows = 64, dim = 97;  // hc * dim not a multiple of 8: the tail of the chains
+  // Few rows take the shared-memory product kernel, many rows dense_gemm; dim 97 leaves a tail
+  // of the chains (hc * dim not a multiple of 8), 5120 is V4.1's width.
+  struct Case {
+    int hc;
+    int64_t rows, dim;
+  };
+  for (const Case& k :
+       {Case{1, 64, 97}, Case{4, 64, 97}, Case{4, 65, 97}, Case{4, 3, 5120}, Case{4, 70, 5120}}) {
+    const int hc = k.hc;
+    const int64_t rows = k.rows, dim = k.dim;
     const int64_t hc_dim = hc * dim;
     const int mix = (2 + hc) * hc;
     auto x = random_rows(static_cast<size_t>(rows * hc_dim), 71);

@@ -42,8 +42,37 @@ INSTANTIATE_TEST_SUITE_P(Shapes,
                                            LinearCase{WeightFormat::kFP4, 3, 64, 256, true},
                                            LinearCase{WeightFormat::kFP4, 40, 72, 512, true},
                                            LinearCase{WeightFormat::kBF16, 3, 50, 131, true},
-                                           LinearCase{WeightFormat::kF32, 2, 33, 64, false}),
+                                           LinearCase{WeightFormat::kF32, 2, 33, 64, false},
+                                           // dense_staged (< 2K outputs, K % 8 == 0)
+                                           LinearCase{WeightFormat::kBF16, 1, 300, 5120, true},
+                                           LinearCase{WeightFormat::kBF16, 8, 64, 1024, false},
+                                           // dense_gemv (>= 16K outputs, K % 32 == 0, <= 8
+                                           // rows; 7 = 4 + 3)
+                                           LinearCase{WeightFormat::kBF16, 7, 16400, 256, true},
+                                           LinearCase{WeightFormat::kF32, 2, 16384, 96, false}),
                          linear_case_name);
+
+// The grouped projection (one GEMV launch for every group on the device) against the CPU's
+// per-group default, bitwise: V4.1's wo_a shape scaled down, a tail-free K, 1-8 rows.
+TEST_F(CudaOpsTest, GroupedLinearMatchesCpuBitwise) {
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kF32}) {
+    // 8 x 96 outputs take dense_gemm's grouped kernel, 8 x 2048 the GEMV's.
+    for (auto [rows, out] :
+         {std::pair<int64_t, int64_t>{1, 96}, {3, 96}, {9, 96}, {1, 2048}, {5, 2048}}) {
+      const int groups = 8;
+      const int64_t in = 256;
+      RandomWeight w = random_weight(f, groups * out, in, 9);
+      auto x = random_rows(static_cast<size_t>(rows * groups * in), 10);
+      Rows cpu(static_cast<size_t>(rows * groups * out)), gpu(cpu.size(), NAN);
+      cpu_.grouped_linear({x.data(), rows, groups * in}, w.view, groups,
+                          {cpu.data(), rows, groups * out}, true);
+      gpu_->grouped_linear({x.data(), rows, groups * in}, w.view, groups,
+                           {gpu.data(), rows, groups * out}, true);
+      ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+      expect_bitwise(gpu, cpu, "grouped_linear");
+    }
+  }
+}
 
 // A row's output does not depend on the batch it is computed in, nor on which kernel (decode for
 // one row, tiled for 70) the batch size selects.
@@ -80,13 +109,17 @@ TEST_F(CudaOpsTest, FakeQuantMatchesCpuBitwise) {
 }
 
 TEST_F(CudaOpsTest, RmsNormAndHyperConnectionsMatchCpuBitwise) {
-  const int64_t rows = 7, cols = 5123;  // a tail past the 8-lane chains
-  auto x = random_rows(static_cast<size_t>(rows * cols), 31);
-  auto w = random_rows(static_cast<size_t>(cols), 32);
-  Rows cpu(x.size()), gpu(x.size());
-  cpu_.rms_norm({x.data(), rows, cols}, w.data(), 1e-6f, {cpu.data(), rows, cols});
-  gpu_->rms_norm({x.data(), rows, cols}, w.data(), 1e-6f, {gpu.data(), rows, cols});
-  expect_bitwise(gpu, cpu, "rms_norm");
+  const int64_t rows = 7;
+  // 5123: a tail past the 8-lane chains (staged, unaligned rows); 5120: staged with wide loads;
+  // 9001: too wide to stage, the chains read global memory.
+  for (int64_t cols : {5123, 5120, 9001}) {
+    auto x = random_rows(static_cast<size_t>(rows * cols), 31);
+    auto w = random_rows(static_cast<size_t>(cols), 32);
+    Rows cpu(x.size()), gpu(x.size());
+    cpu_.rms_norm({x.data(), rows, cols}, w.data(), 1e-6f, {cpu.data(), rows, cols});
+    gpu_->rms_norm({x.data(), rows, cols}, w.data(), 1e-6f, {gpu.data(), rows, cols});
+    expect_bitwise(gpu, cpu, "rms_norm");
+  }
 
   const int hc = 4;
   const int64_t dim = 96;
@@ -135,16 +168,17 @@ TEST_F(CudaOpsTest, TranscendentalOpsMatchCpuNearlyBitwise) {
   }
 
   const int hc = 4;
-  const int64_t dim = 128;
-  auto x = random_rows(static_cast<size_t>(rows * hc * dim), 54);
-  auto kv = random_rows(static_cast<size_t>(rows * (hc + 1) * dim), 55);
-  auto qk = random_rows(static_cast<size_t>(hc * dim), 56);
-  auto ec = x, eg = x;
-  cpu_.engram_gate({ec.data(), rows, hc * dim}, {kv.data(), rows, (hc + 1) * dim}, qk.data(), hc,
-                   1e-6f);
-  gpu_->engram_gate({eg.data(), rows, hc * dim}, {kv.data(), rows, (hc + 1) * dim}, qk.data(), hc,
-                    1e-6f);
-  expect_nearly_bitwise(eg, ec, 0.999, 1.0 / 128, "engram_gate");
+  for (int64_t dim : {128, 1003}) {  // 1003: past the lanes' batched loads, and a tail
+    auto x = random_rows(static_cast<size_t>(rows * hc * dim), 54);
+    auto kv = random_rows(static_cast<size_t>(rows * (hc + 1) * dim), 55);
+    auto qk = random_rows(static_cast<size_t>(hc * dim), 56);
+    auto ec = x, eg = x;
+    cpu_.engram_gate({ec.data(), rows, hc * dim}, {kv.data(), rows, (hc + 1) * dim}, qk.data(), hc,
+                     1e-6f);
+    gpu_->engram_gate({eg.data(), rows, hc * dim}, {kv.data(), rows, (hc + 1) * dim}, qk.data(), hc,
+                      1e-6f);
+    expect_nearly_bitwise(eg, ec, 0.999, 1.0 / 128, "engram_gate");
+  }
 }
 
 }  // namespace

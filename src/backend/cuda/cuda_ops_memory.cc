@@ -1,0 +1,95 @@
+// CudaOps as backend::Memory: device memory from the stream-ordered pool, host transfers on the
+// op stream (uploads through the pinned staging ring; downloads wait, counted in host_syncs).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/cuda_ops_impl.h"
+#include "backend/cuda/kernels.h"
+
+namespace di::backend {
+
+// --- backend memory: device memory from the stream-ordered pool ---
+
+float* CudaOps::allocate(int64_t count) const {
+  Impl& m = *impl_;
+  float* p = nullptr;
+  m.run("allocate", [&]() -> Status {
+    void* raw = nullptr;
+    DI_CUDA_RETURN_IF_ERROR(cudaMallocAsync(
+        &raw, sizeof(float) * static_cast<size_t>(std::max<int64_t>(count, 1)), m.stream));
+    p = static_cast<float*>(raw);
+    return {};
+  });
+  return p;
+}
+
+void CudaOps::deallocate(float* p) const {
+  if (!p) return;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  (void)cudaFreeAsync(p, impl_->stream);
+}
+
+void CudaOps::upload(const float* host, float* dst, int64_t count) const {
+  Impl& m = *impl_;
+  m.run("upload", [&]() -> Status {
+    if (count <= 0 || !dst) return {};
+    return m.copy_in(dst, host, sizeof(float) * static_cast<size_t>(count));
+  });
+}
+
+void CudaOps::download(const float* src, float* host, int64_t count) const {
+  Impl& m = *impl_;
+  m.run("download", [&]() -> Status {
+    if (count <= 0) return {};
+    if (!src) return Status(StatusCode::kInternal, "download from a null buffer");
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host, src, sizeof(float) * static_cast<size_t>(count),
+                                            cudaMemcpyDeviceToHost, m.stream));
+    return m.sync();
+  });
+}
+
+void CudaOps::copy_2d(const float* src,
+                      int64_t src_stride,
+                      float* dst,
+                      int64_t dst_stride,
+                      int64_t width,
+                      int64_t rows) const {
+  Impl& m = *impl_;
+  m.run("copy_2d", [&]() -> Status {
+    if (width <= 0 || rows <= 0) return {};
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(
+        dst, sizeof(float) * static_cast<size_t>(dst_stride), src,
+        sizeof(float) * static_cast<size_t>(src_stride), sizeof(float) * static_cast<size_t>(width),
+        static_cast<size_t>(rows), cudaMemcpyDeviceToDevice, m.stream));
+    return {};
+  });
+}
+
+void CudaOps::fill(float* dst, float value, int64_t count) const {
+  if (value != 0.0f || std::signbit(value)) {
+    Ops::fill(dst, value, count);
+    return;
+  }
+  Impl& m = *impl_;
+  m.run("fill", [&]() -> Status {
+    if (count <= 0 || !dst) return {};
+    DI_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(dst, 0, sizeof(float) * static_cast<size_t>(count), m.stream));
+    return {};
+  });
+}
+
+void CudaOps::gather_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const {
+  Impl& m = *impl_;
+  m.run("gather_rows", [&]() -> Status {
+    DI_ASSIGN_OR_RETURN(const int64_t* dr, m.upload(rows, static_cast<size_t>(dst.rows)));
+    DI_CUDA_RETURN_IF_ERROR(
+        cuda::gather_rows(src.data, src.cols, dr, dst.rows, dst.data, m.stream));
+    return {};
+  });
+}
+
+}  // namespace di::backend

@@ -1,0 +1,68 @@
+// Dense (BF16/F32 weight) products with few outputs and few rows, bitwise equal to dot_f32: one
+// block per (output, row) stages the activation row and the weight row in shared memory
+// (lane_sum.cuh) and runs the eight lanes there. With a few hundred outputs neither eight threads
+// per output (dense_gemm: each lane a chain of K/8 global loads) nor a thread per output (the
+// GEMV) keeps enough bytes in flight; a block per output issues its whole row at once.
+#include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/lane_sum.cuh"
+
+namespace di::backend::cuda {
+
+namespace {
+
+constexpr int kStagedThreads = 256;
+
+template <class W>
+__global__ void dense_staged_kernel(
+    const float* x, int64_t K, const W* w, int64_t N, float* y, bool round_out) {
+  extern __shared__ float4 staged4[];
+  float* xs = reinterpret_cast<float*>(staged4);  // [K] activations, then the weight row
+  W* ws = reinterpret_cast<W*>(xs + K);
+  __shared__ float lanes[8];
+  const int64_t n = blockIdx.x, m = blockIdx.y;
+  stage_to_shared(x + m * K, xs, K);
+  // The weight row as floats' worth of bytes (bf16 rows: K / 2 floats; K % 8 == 0 keeps both
+  // 16-byte aligned).
+  constexpr int64_t kPerFloat = sizeof(float) / sizeof(W);
+  stage_to_shared(reinterpret_cast<const float*>(w + n * K), reinterpret_cast<float*>(ws),
+                  K / kPerFloat);
+  __syncthreads();
+  const float s = lane_dot_shared(xs, ws, K, lanes);
+  if (threadIdx.x == 0) y[m * N + n] = round_out ? round_bf16(s) : s;
+}
+
+size_t staged_bytes(const DeviceWeight& w) {
+  return static_cast<size_t>(w.in_features) *
+         (sizeof(float) + (w.format == WeightFormat::kBF16 ? 2 : 4));
+}
+
+}  // namespace
+
+bool dense_staged_applies(int64_t rows, const DeviceWeight& w) {
+  const bool dense = w.format == WeightFormat::kBF16 || w.format == WeightFormat::kF32;
+  return dense && rows >= 1 && rows <= 65535 && w.out_features >= 1 &&
+         w.out_features < (int64_t{1} << 31) && w.in_features % 8 == 0 &&
+         staged_bytes(w) <= 48 * 1024 && reinterpret_cast<uintptr_t>(w.data) % 16 == 0;
+}
+
+cudaError_t dense_staged(const float* x,
+                         int64_t rows,
+                         const DeviceWeight& w,
+                         float* y,
+                         bool round_bf16,
+                         cudaStream_t s) {
+  if (!dense_staged_applies(rows, w)) return cudaErrorInvalidValue;
+  const dim3 grid(static_cast<unsigned>(w.out_features), static_cast<unsigned>(rows));
+  const size_t smem = staged_bytes(w);
+  if (w.format == WeightFormat::kBF16) {
+    dense_staged_kernel<uint16_t><<<grid, kStagedThreads, smem, s>>>(
+        x, w.in_features, reinterpret_cast<const uint16_t*>(w.data), w.out_features, y, round_bf16);
+  } else {
+    dense_staged_kernel<float><<<grid, kStagedThreads, smem, s>>>(
+        x, w.in_features, reinterpret_cast<const float*>(w.data), w.out_features, y, round_bf16);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace di::backend::cuda
