@@ -76,7 +76,6 @@ ExprId Grammar::token(int32_t id, bool negated) {
   e.kind = ExprKind::kToken;
   e.token = id;
   e.negated = negated;
-  has_tokens_ = true;
   return add(std::move(e));
 }
 

@@ -51,7 +51,6 @@ class Grammar {
   ExprId ref(RuleId rule);
   // A token terminal (ids are checked against the vocabulary when the grammar is compiled).
   ExprId token(int32_t id, bool negated = false);
-  bool has_tokens() const { return has_tokens_; }
 
   // Declares a rule (body set later, which allows forward and recursive references).
   RuleId add_rule(std::string name);
@@ -72,7 +71,6 @@ class Grammar {
   std::vector<Expr> exprs_;
   std::vector<Rule> rules_;
   RuleId root_ = -1;
-  bool has_tokens_ = false;
 };
 
 }  // namespace di::grammar
