@@ -14,6 +14,20 @@ Expected<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::create(
     std::shared_ptr<MaskStore> store) {
   auto nfa = NfaGrammar::build(g, limits);
   if (!nfa) return nfa.status();
+  // Token terminals name ids of this vocabulary (EBNF resolved `<text>` against it).
+  for (const TokenEdge& te : (*nfa)->token_edges()) {
+    const std::string what = "token terminal <[" + std::to_string(te.token) + "]>: ";
+    if (te.token < 0 || static_cast<size_t>(te.token) >= trie->vocab_size())
+      return invalid_argument(what + "id outside the vocabulary (size " +
+                              std::to_string(trie->vocab_size()) + ")");
+    if (te.negated) continue;
+    if (te.token == trie->eos_id())
+      return invalid_argument(what +
+                              "the end-of-sequence token ends the text where the grammar "
+                              "does and cannot be a terminal");
+    if (!trie->is_special(te.token) && trie->token_bytes(te.token).empty())
+      return invalid_argument(what + "an unused (padding) id");
+  }
   auto cg = std::make_shared<CompiledGrammar>();
   cg->nfa_ = std::move(nfa).value();
   cg->trie_ = std::move(trie);
@@ -86,6 +100,13 @@ std::string CompiledGrammar::canonical(RuleId r) const {
         put((uint64_t{it->second} << 32) | (g.ref_edges()[e].target - begin));
       }
       put(0xFFFFFFFFFFFFFFFDull);
+      // Byte masks ignore token terminals, but they change which states exist and follow.
+      for (uint32_t e = st.token_begin; e < st.token_end; ++e) {
+        const TokenEdge& te = g.token_edges()[e];
+        put((uint64_t{static_cast<uint32_t>(te.token)} << 32) | (te.target - begin));
+        put(te.negated);
+      }
+      put(0xFFFFFFFFFFFFFFFCull);
     }
   }
   return out;

@@ -7,7 +7,9 @@
 namespace di::grammar {
 
 GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenTrie> trie, CompilerOptions opts)
-    : trie_(std::move(trie)), opts_(std::move(opts)) {
+    : trie_(std::move(trie)),
+      vocab_key_(std::to_string(trie_->fingerprint()) + ":"),
+      opts_(std::move(opts)) {
   if (!opts_.mask_store) opts_.mask_store = std::make_shared<MaskStore>();
 }
 
@@ -17,8 +19,9 @@ GrammarCompiler::Result GrammarCompiler::compile(const Grammar& g) {
   return CompiledGrammar::create(g, trie_, limits, opts_.mask_store);
 }
 
-GrammarCompiler::Result GrammarCompiler::cached(const std::string& key,
+GrammarCompiler::Result GrammarCompiler::cached(const std::string& kind_key,
                                                 const std::function<Expected<Grammar>()>& fe) {
+  const std::string key = vocab_key_ + kind_key;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = index_.find(key);
@@ -70,7 +73,8 @@ GrammarCompiler::Result GrammarCompiler::compile_regex(std::string_view pattern)
 GrammarCompiler::Result GrammarCompiler::compile_ebnf(std::string_view text,
                                                       std::string_view root) {
   std::string t(text), r(root);
-  return cached("ebnf:" + r + ":" + t, [&] { return parse_ebnf(t, r); });
+  // Token references resolve through the vocabulary, which cached() puts in every key.
+  return cached("ebnf:" + r + ":" + t, [&] { return parse_ebnf(t, r, trie_.get()); });
 }
 
 size_t GrammarCompiler::cache_size() const {

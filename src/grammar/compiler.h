@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Entry point for callers: compiles JSON Schema / regex / EBNF / any-JSON against one vocabulary,
-// with a compile timeout and an LRU cache of compiled grammars keyed by (kind, options, text).
-// Thread-safe.
+// with a compile timeout and an LRU cache of compiled grammars keyed by (vocabulary, kind, options,
+// text). Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -45,6 +45,7 @@ class GrammarCompiler {
   Result cached(const std::string& key, const std::function<Expected<Grammar>()>& front_end);
 
   std::shared_ptr<const TokenTrie> trie_;
+  std::string vocab_key_;  // the vocabulary's fingerprint, in every cache key
   CompilerOptions opts_;
   mutable std::mutex mu_;
   std::list<std::pair<std::string, std::shared_ptr<const CompiledGrammar>>> lru_;

@@ -73,11 +73,13 @@ void EarleyParser::add(uint32_t state, uint32_t origin) {
 // Prediction and completion until fixpoint. Empty completions (origin == this set) are handled
 // by advancing over nullable rules at prediction time (Aycock & Horspool), so a completion only
 // ever looks at an older, immutable set.
-void EarleyParser::close_last_set() {
+// Each item's closure depends only on the item and older sets, so items added to a closed set
+// need closing from `from` on only.
+void EarleyParser::close_last_set(size_t from) {
   const auto& states = g_->states();
   const auto& refs = g_->ref_edges();
   const uint32_t k = static_cast<uint32_t>(set_begin_.size() - 1);
-  for (size_t i = set_begin_.back(); i < items_.size(); ++i) {
+  for (size_t i = from; i < items_.size(); ++i) {
     const EarleyItem it = items_[i];
     const NfaState& st = states[it.state];
     for (uint32_t e = st.ref_begin; e < st.ref_end; ++e) {
@@ -120,6 +122,42 @@ bool EarleyParser::push_byte(uint8_t b) {
   }
   close_last_set();
   return true;
+}
+
+void EarleyParser::token_step(int32_t id, bool text, std::vector<EarleyItem>& out) const {
+  const auto& states = g_->states();
+  const auto& edges = g_->token_edges();
+  for (const EarleyItem* it = last_begin(); it != last_end(); ++it) {
+    const NfaState& st = states[it->state];
+    for (uint32_t e = st.token_begin; e < st.token_end; ++e) {
+      const TokenEdge& te = edges[e];
+      if (te.negated ? (text && te.token != id) : te.token == id)
+        out.push_back(EarleyItem{te.target, it->origin});
+    }
+  }
+}
+
+void EarleyParser::push_items(const std::vector<EarleyItem>& items) {
+  set_begin_.push_back(static_cast<uint32_t>(items_.size()));
+  root_final_.push_back(0);
+  start_set();
+  for (const EarleyItem& it : items) add(it.state, it.origin);
+  close_last_set();
+}
+
+void EarleyParser::add_to_last(const std::vector<EarleyItem>& items) {
+  const size_t from = items_.size();
+  start_set();  // add() rebuilds its dedup table from the set's items
+  for (const EarleyItem& it : items) add(it.state, it.origin);
+  close_last_set(from);
+}
+
+bool EarleyParser::last_has_token_edges() const {
+  if (!g_->has_token_edges()) return false;
+  const auto& states = g_->states();
+  for (const EarleyItem* it = last_begin(); it != last_end(); ++it)
+    if (states[it->state].token_begin != states[it->state].token_end) return true;
+  return false;
 }
 
 void EarleyParser::pop(size_t n) {

@@ -43,9 +43,21 @@ class EarleyParser {
   // Union of the bytes some item of the newest set can scan.
   ByteSet next_bytes() const;
 
+  // Token terminals (nfa.h TokenEdge). The items that one whole token `id` advances from the
+  // newest set: `<[id]>` edges, and `!<[x]>` edges with x != id when `text` (id is a text
+  // token, the only kind a negation admits). Appended to `out`.
+  void token_step(int32_t id, bool text, std::vector<EarleyItem>& out) const;
+  // Adds `items` (from token_step) as a new set, or to the newest set (a token both read as
+  // bytes and matched as a terminal ends in one set), then closes it.
+  void push_items(const std::vector<EarleyItem>& items);
+  void add_to_last(const std::vector<EarleyItem>& items);
+  // Whether some item of the newest set sits on a token terminal.
+  bool last_has_token_edges() const;
+
  private:
   void add(uint32_t state, uint32_t origin);
-  void close_last_set();
+  void close_last_set(size_t from);
+  void close_last_set() { close_last_set(set_begin_.back()); }
 
   const NfaGrammar* g_;
   std::vector<EarleyItem> items_;

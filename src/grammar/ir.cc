@@ -71,6 +71,14 @@ ExprId Grammar::ref(RuleId rule) {
   return add(std::move(e));
 }
 
+ExprId Grammar::token(int32_t id, bool negated) {
+  Expr e;
+  e.kind = ExprKind::kToken;
+  e.token = id;
+  e.negated = negated;
+  return add(std::move(e));
+}
+
 RuleId Grammar::add_rule(std::string name) {
   rules_.push_back(Rule{std::move(name), -1});
   return static_cast<RuleId>(rules_.size() - 1);
@@ -122,6 +130,9 @@ void print_expr(const Grammar& g, ExprId id, std::string& out) {
       break;
     case ExprKind::kRuleRef:
       out += g.rules()[e.rule].name;
+      break;
+    case ExprKind::kToken:
+      out += (e.negated ? "!<[" : "<[") + std::to_string(e.token) + "]>";
       break;
     case ExprKind::kSeq:
     case ExprKind::kAlt:

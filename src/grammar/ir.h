@@ -16,7 +16,9 @@ namespace di::grammar {
 using ExprId = int32_t;
 using RuleId = int32_t;
 
-enum class ExprKind : uint8_t { kEmpty, kBytes, kSeq, kAlt, kRepeat, kRuleRef, kNothing };
+// kToken: one whole token of the vocabulary as a unit (EBNF `<[id]>`, `<text>`), or with
+// `negated` any one text token except it (`!<...>`); see docs/grammar.md "Token terminals".
+enum class ExprKind : uint8_t { kEmpty, kBytes, kSeq, kAlt, kRepeat, kRuleRef, kNothing, kToken };
 
 struct Expr {
   ExprKind kind = ExprKind::kEmpty;
@@ -24,6 +26,8 @@ struct Expr {
   std::vector<ExprId> children;  // kSeq, kAlt, kRepeat (one child)
   int32_t min = 0, max = -1;     // kRepeat; max -1 = unbounded
   RuleId rule = -1;              // kRuleRef
+  int32_t token = -1;            // kToken: vocabulary id
+  bool negated = false;          // kToken: any text token but `token`
 };
 
 struct Rule {
@@ -45,6 +49,8 @@ class Grammar {
   ExprId plus(ExprId item) { return repeat(item, 1, -1); }
   ExprId opt(ExprId item) { return repeat(item, 0, 1); }
   ExprId ref(RuleId rule);
+  // A token terminal (ids are checked against the vocabulary when the grammar is compiled).
+  ExprId token(int32_t id, bool negated = false);
 
   // Declares a rule (body set later, which allows forward and recursive references).
   RuleId add_rule(std::string name);

@@ -41,9 +41,20 @@ bool GrammarMatcher::accept_token(int32_t id) {
     terminated_ = true;
     return true;
   }
-  if (t.is_special(id) || t.token_bytes(id).empty()) return false;
-  size_t before = parser_.num_sets();
-  if (!accept_bytes(t.token_bytes(id))) return false;
+  const bool text = !t.is_special(id) && !t.token_bytes(id).empty();
+  const size_t before = parser_.num_sets();
+  // A token is read either as its bytes or as one token terminal; both readings may survive
+  // (`<[id]> | "its text"`), and they end in the same (newest) set.
+  step_.clear();
+  if (g_->nfa().has_token_edges()) parser_.token_step(id, text, step_);
+  const bool as_bytes = text && accept_bytes(t.token_bytes(id));
+  if (!as_bytes && step_.empty()) return false;
+  if (!step_.empty()) {
+    if (as_bytes)
+      parser_.add_to_last(step_);
+    else
+      parser_.push_items(step_);
+  }
   history_.push_back(before);
   return true;
 }
@@ -64,7 +75,7 @@ std::string GrammarMatcher::find_jump_forward_bytes() {
   std::string out;
   if (terminated_) return out;
   size_t before = parser_.num_sets();
-  while (!parser_.accepting()) {
+  while (!parser_.accepting() && !parser_.last_has_token_edges()) {
     ByteSet next = parser_.next_bytes();
     if (next.count() != 1) break;
     uint8_t b = static_cast<uint8_t>(next.first());
@@ -75,12 +86,72 @@ std::string GrammarMatcher::find_jump_forward_bytes() {
   return out;
 }
 
+std::optional<int32_t> GrammarMatcher::find_forced_token() const {
+  if (terminated_ || parser_.accepting() || !parser_.last_has_token_edges()) return std::nullopt;
+  if (!parser_.next_bytes().empty()) return std::nullopt;
+  std::optional<int32_t> forced;
+  const auto& states = g_->nfa().states();
+  const auto& edges = g_->nfa().token_edges();
+  for (const EarleyItem* it = parser_.last_begin(); it != parser_.last_end(); ++it) {
+    const NfaState& st = states[it->state];
+    for (uint32_t e = st.token_begin; e < st.token_end; ++e) {
+      if (edges[e].negated || (forced && *forced != edges[e].token)) return std::nullopt;
+      forced = edges[e].token;
+    }
+  }
+  return forced;
+}
+
+// Token terminals at the newest set (docs/grammar.md "Token terminals"): `<[id]>` allows id;
+// `!<[x]>` allows every text token but x (x itself only if another reading allows it); two
+// negations of different tokens allow every text token. Special tokens other than EOS come
+// only through positive terminals.
+bool GrammarMatcher::fill_token_terminals(TokenBitmask& mask) {
+  const TokenTrie& t = g_->trie();
+  const auto& states = g_->nfa().states();
+  const auto& edges = g_->nfa().token_edges();
+  positive_.clear();
+  bool negation = false;
+  int32_t excluded = -1;  // the one token every negation excludes, or -1
+  for (const EarleyItem* it = parser_.last_begin(); it != parser_.last_end(); ++it) {
+    const NfaState& st = states[it->state];
+    for (uint32_t e = st.token_begin; e < st.token_end; ++e) {
+      const TokenEdge& te = edges[e];
+      if (!te.negated) {
+        positive_.push_back(te.token);
+      } else {
+        excluded = !negation || excluded == te.token ? te.token : -1;
+        negation = true;
+      }
+    }
+  }
+  for (int32_t id : positive_) mask.set(id);
+  if (!negation) return false;
+  bool keep = excluded < 0 || mask.test(excluded);
+  if (!keep && !t.is_special(excluded) && !t.token_bytes(excluded).empty()) {
+    // x may still be read as bytes.
+    const size_t base = parser_.num_sets();
+    keep = true;
+    for (char c : t.token_bytes(excluded))
+      if (!parser_.push_byte(static_cast<uint8_t>(c))) {
+        keep = false;
+        break;
+      }
+    parser_.truncate(base);
+  }
+  mask.or_with(t.text_bits());
+  if (!keep) mask.reset(excluded);
+  return true;
+}
+
 void GrammarMatcher::fill_next_token_bitmask(TokenBitmask& mask) {
   const TokenTrie& t = g_->trie();
   if (mask.vocab_size() != t.vocab_size()) mask = TokenBitmask(t.vocab_size());
   mask.clear();
   if (terminated_) return;
   if (parser_.accepting() && t.eos_id() >= 0) mask.set(t.eos_id());
+  // A negated token terminal allows every text token but one: no byte walk needed.
+  if (g_->nfa().has_token_edges() && fill_token_terminals(mask)) return;
 
   // Distinct states of the newest set's items that were not predicted in it and still have
   // edges. A predicted item (origin == this set) starts a rule called by some other item of the

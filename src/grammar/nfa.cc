@@ -18,6 +18,7 @@ struct BuildError : std::runtime_error {
 struct TState {
   std::vector<std::pair<ByteSet, int>> bytes;
   std::vector<std::pair<RuleId, int>> refs;
+  std::vector<std::pair<TokenEdge, int>> tokens;
   std::vector<int> eps;
 };
 
@@ -68,6 +69,11 @@ class NfaBuilder {
       case ExprKind::kRuleRef: {
         int s = new_state();
         ts_[from].refs.emplace_back(e.rule, s);
+        return s;
+      }
+      case ExprKind::kToken: {
+        int s = new_state();
+        ts_[from].tokens.emplace_back(TokenEdge{e.token, e.negated, 0}, s);
         return s;
       }
       case ExprKind::kSeq: {
@@ -141,6 +147,7 @@ class NfaBuilder {
       st.rule = r;
       st.byte_begin = static_cast<uint32_t>(out.byte_edges_.size());
       st.ref_begin = static_cast<uint32_t>(out.ref_edges_.size());
+      st.token_begin = static_cast<uint32_t>(out.token_edges_.size());
       for (int x : closure) {
         if (x == end) st.final = true;
         for (auto& [set, t] : ts_[x].bytes) {
@@ -155,9 +162,21 @@ class NfaBuilder {
             dup |= out.ref_edges_[k].rule == re.rule && out.ref_edges_[k].target == re.target;
           if (!dup) out.ref_edges_.push_back(re);
         }
+        for (auto& [edge, t] : ts_[x].tokens) {
+          visit(t);
+          TokenEdge te = edge;
+          te.target = static_cast<uint32_t>(map[t]);
+          bool dup = false;
+          for (size_t k = st.token_begin; k < out.token_edges_.size(); ++k) {
+            const TokenEdge& o = out.token_edges_[k];
+            dup |= o.token == te.token && o.negated == te.negated && o.target == te.target;
+          }
+          if (!dup) out.token_edges_.push_back(te);
+        }
       }
       st.byte_end = static_cast<uint32_t>(out.byte_edges_.size());
       st.ref_end = static_cast<uint32_t>(out.ref_edges_.size());
+      st.token_end = static_cast<uint32_t>(out.token_edges_.size());
       out.states_.push_back(st);
     }
     out.rule_start_.push_back(static_cast<uint32_t>(map[start]));

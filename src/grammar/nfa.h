@@ -27,11 +27,19 @@ struct RefEdge {
   uint32_t target;
 };
 
+// A token terminal: consumes one whole token, never bytes (ir.h kToken).
+struct TokenEdge {
+  int32_t token;
+  bool negated;
+  uint32_t target;
+};
+
 struct NfaState {
   RuleId rule = -1;
   bool final = false;
-  uint32_t byte_begin = 0, byte_end = 0;  // into byte_edges
-  uint32_t ref_begin = 0, ref_end = 0;    // into ref_edges
+  uint32_t byte_begin = 0, byte_end = 0;    // into byte_edges
+  uint32_t ref_begin = 0, ref_end = 0;      // into ref_edges
+  uint32_t token_begin = 0, token_end = 0;  // into token_edges
 };
 
 struct CompileLimits {
@@ -49,6 +57,9 @@ class NfaGrammar {
   const std::vector<NfaState>& states() const { return states_; }
   const std::vector<ByteEdge>& byte_edges() const { return byte_edges_; }
   const std::vector<RefEdge>& ref_edges() const { return ref_edges_; }
+  const std::vector<TokenEdge>& token_edges() const { return token_edges_; }
+  // Lets byte-only grammars (all of JSON Schema and regex) skip every token-terminal check.
+  bool has_token_edges() const { return !token_edges_.empty(); }
   uint32_t rule_start(RuleId r) const { return rule_start_[r]; }
   bool nullable(RuleId r) const { return nullable_[r]; }
   RuleId root() const { return root_; }
@@ -60,6 +71,7 @@ class NfaGrammar {
   std::vector<NfaState> states_;
   std::vector<ByteEdge> byte_edges_;
   std::vector<RefEdge> ref_edges_;
+  std::vector<TokenEdge> token_edges_;
   std::vector<uint32_t> rule_start_;
   std::vector<bool> nullable_;
   std::vector<std::string> rule_names_;

@@ -16,6 +16,7 @@ class TokenBitmask {
   size_t vocab_size() const { return size_; }
   void clear() { std::fill(words_.begin(), words_.end(), 0u); }
   void set(int32_t id) { words_[id >> 5] |= 1u << (id & 31); }
+  void reset(int32_t id) { words_[id >> 5] &= ~(1u << (id & 31)); }
   bool test(int32_t id) const { return (words_[id >> 5] >> (id & 31)) & 1u; }
   size_t count() const {
     size_t n = 0;

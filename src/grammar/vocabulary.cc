@@ -104,7 +104,27 @@ std::shared_ptr<const TokenTrie> TokenTrie::build(const Vocabulary& vocab) {
   for (size_t l = 1; l < t->body_levels_; ++l)
     for (size_t w = 0; w < words; ++w)
       t->body_bits_[l * words + w] |= t->body_bits_[(l - 1) * words + w];
+  t->text_bits_.assign(words, 0);
+  for (int32_t id : t->toks_) t->text_bits_[id >> 5] |= 1u << (id & 31);
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](uint64_t x) { h = (h ^ x) * 0x100000001b3ull; };
+  for (size_t id = 0; id < n; ++id) {
+    for (char c : t->token_bytes_[id]) mix(static_cast<uint8_t>(c));
+    mix(0x100u | t->special_[id]);  // separator: never a byte value
+  }
+  mix(static_cast<uint32_t>(t->eos_id_));
+  t->fingerprint_ = h;
   return t;
+}
+
+int32_t TokenTrie::find_token(std::string_view text) const {
+  int32_t found = -1;
+  for (size_t id = 0; id < token_bytes_.size(); ++id) {
+    if (token_bytes_[id] != text) continue;
+    if (special_[id]) return static_cast<int32_t>(id);
+    if (found < 0) found = static_cast<int32_t>(id);
+  }
+  return found;
 }
 
 int32_t TokenTrie::longest_prefix_token(std::string_view s, size_t* len) const {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "grammar/byte_set.h"
@@ -75,6 +76,16 @@ class TokenTrie {
   // Preorder node of a text token, or -1 for special/empty tokens.
   int32_t node_of(int32_t id) const { return node_of_[id]; }
 
+  // Bitmap [ceil(vocab/32)] of the text tokens (not special, not empty): what a negated token
+  // terminal `!<x>` admits, less x.
+  const std::vector<uint32_t>& text_bits() const { return text_bits_; }
+  // FNV-1a over every token's bytes, special flag and the EOS id: names the vocabulary in the
+  // compiled-grammar cache key (EBNF token references resolve through it).
+  uint64_t fingerprint() const { return fingerprint_; }
+  // Id of the token whose bytes are exactly `text` (a special one first), or -1. For EBNF
+  // `<think>`-style token references; a linear scan (compile time only).
+  int32_t find_token(std::string_view text) const;
+
   // Longest token (by bytes) that is a prefix of `s`, or -1. Used by the temporary greedy
   // tokenizer of the bench and tests.
   int32_t longest_prefix_token(std::string_view s, size_t* len) const;
@@ -91,6 +102,8 @@ class TokenTrie {
   std::vector<uint8_t> sub_body_ok_;
   std::vector<uint8_t> chars_, sub_max_chars_;
   std::vector<uint32_t> body_bits_;  // [body_levels_][words], cumulative over characters
+  std::vector<uint32_t> text_bits_;
+  uint64_t fingerprint_ = 0;
   size_t body_levels_ = 1;
 };
 

@@ -58,6 +58,9 @@ for seed in range(1, 4):
                              "guided_choice": ["alpha", "beta", "gamma delta"]})
     add("ebnf:%d" % seed, {"prompt": "Sum:", "seed": seed,
                            "ebnf": 'root ::= num (" + " num){0,3}\nnum ::= [1-9] [0-9]{0,2}'})
+    # GBNF token terminal: 10240 is the V3 token "Yes", allowed only as that one token.
+    add("ebnftok:%d" % seed, {"prompt": "Sum:", "seed": seed,
+                              "ebnf": 'root ::= <[10240]> ": " [1-9] [0-9]{0,2}'})
     # json_object bounds nothing, so a random model can write one string forever: the seeds
     # here are ones whose object ends within max_tokens (outputs are seed-deterministic).
     if seed >= 2:
@@ -75,6 +78,7 @@ add("bad:not", {"prompt": "x", "response_format": {"type": "json_schema", "json_
 add("bad:two", {"prompt": "x", "regex": "a", "guided_choice": ["a"]})
 add("bad:regex", {"prompt": "x", "structured_outputs": {"regex": "(a"}})
 add("bad:tag", {"prompt": "x", "structured_outputs": {"structural_tag": "{}"}})
+add("bad:tok", {"prompt": "x", "ebnf": 'root ::= <no-such-token>'})
 with open(sys.argv[1], "w") as f:
     for r in rows: f.write(json.dumps(r) + "\n")
 with open(sys.argv[1] + ".schemas", "w") as f: json.dump(schemas, f)
@@ -106,7 +110,8 @@ for (const line of fs.readFileSync(process.argv[2], "utf8").split("\n")) {
   const [kind, arg] = id.split(":");
   if (kind === "bad") {
     const msg = resp && resp.body && resp.body.error ? resp.body.error.message : "";
-    const want = {not: "not", two: "at most one", regex: "regex", tag: "structural"}[arg];
+    const want = {not: "not", two: "at most one", regex: "regex", tag: "structural",
+                  tok: "'<no-such-token>': no token"}[arg];
     if (!resp || resp.status_code !== 400 || !msg.includes(want)) bad(id, `want a 400 naming '${want}', got ${line}`);
     else checked++;
     continue;
@@ -129,12 +134,14 @@ for (const line of fs.readFileSync(process.argv[2], "utf8").split("\n")) {
       ok = ["alpha", "beta", "gamma delta"].includes(text);
     } else if (kind === "ebnf") {
       ok = /^[1-9][0-9]{0,2}( \+ [1-9][0-9]{0,2}){0,3}$/.test(text);
+    } else if (kind === "ebnftok") {
+      ok = /^Yes: [1-9][0-9]{0,2}$/.test(text);
     }
   } catch (e) { ok = false; }
   if (!ok) bad(id, `output does not validate: ${JSON.stringify(text)} ${JSON.stringify(ajv.errors)}`);
   else checked++;
 }
-if (checked < 38) bad("count", `only ${checked} results checked`);
+if (checked < 42) bad("count", `only ${checked} results checked`);
 console.log(fail ? "structured outputs: FAILED" : `ok   structured outputs: ${checked} outputs validate`);
 process.exit(fail);
 JS

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "grammar/ebnf/token_ref.h"
 #include "grammar/regex/regex_parser.h"
 #include "grammar/utf8.h"
 
@@ -29,7 +30,7 @@ bool is_name_char(char c) {
 
 class EbnfParser {
  public:
-  explicit EbnfParser(std::string_view s) : s_(s) {}
+  EbnfParser(std::string_view s, const TokenTrie* vocab) : s_(s), vocab_(vocab) {}
 
   Grammar parse(std::string_view root) {
     skip_space();
@@ -212,8 +213,7 @@ class EbnfParser {
       ++pos_;
       return parse_group_tail(depth + 1);
     }
-    if (c == '<' || c == '!')
-      fail("token terminals (<...>) are not supported yet", StatusCode::kUnimplemented);
+    if (c == '<' || c == '!') return parse_token_ref();
     if (is_name_char(c)) {
       std::string name = parse_name();
       // Only xgrammar's macro names start a call: `num ("," num)*` is a rule and then a group.
@@ -223,6 +223,20 @@ class EbnfParser {
       return g_.ref(rule_id(name));
     }
     fail(std::string("unexpected character '") + c + "'");
+  }
+
+  // `<[id]>`, `<text>` (up to the first '>'), or either after `!`.
+  ExprId parse_token_ref() {
+    const bool negated = peek() == '!';
+    if (negated && peek(1) != '<') fail("expected '<' after '!'");
+    pos_ += negated;
+    const size_t end = s_.find('>', pos_);
+    if (end == std::string_view::npos || s_.substr(pos_, end - pos_).find('\n') != s_.npos)
+      fail("unterminated token reference");
+    auto id = resolve_token_ref(s_.substr(pos_, end + 1 - pos_), vocab_);
+    if (!id) fail(id.status().message());
+    pos_ = end + 1;
+    return g_.token(*id, negated);
   }
 
   void skip_inline_space() {
@@ -349,6 +363,7 @@ class EbnfParser {
   }
 
   std::string_view s_;
+  const TokenTrie* vocab_;
   size_t pos_ = 0;
   Grammar g_;
   std::set<std::string> defined_;
@@ -356,9 +371,9 @@ class EbnfParser {
 
 }  // namespace
 
-Expected<Grammar> parse_ebnf(std::string_view text, std::string_view root) {
+Expected<Grammar> parse_ebnf(std::string_view text, std::string_view root, const TokenTrie* vocab) {
   try {
-    return EbnfParser(text).parse(root);
+    return EbnfParser(text, vocab).parse(root);
   } catch (const ParseError& e) {
     return Status(e.code, e.what());
   }

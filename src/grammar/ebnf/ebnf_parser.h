@@ -6,14 +6,18 @@
 #include <string_view>
 
 #include "grammar/ir.h"
+#include "grammar/vocabulary.h"
 #include "util/status.h"
 
 namespace di::grammar {
 
-// Parses `text`; `root` names the entry rule. Errors carry line:column.
-// Not supported yet (kUnimplemented): Token/ExcludeToken/TagDispatch macros and GBNF token
-// terminals (<[id]>, <tok>), which need the vocabulary. Lookahead assertions `(= ...)` and rule
-// options `name[...]` are parsed and ignored: both only narrow or annotate the language.
-Expected<Grammar> parse_ebnf(std::string_view text, std::string_view root = "root");
+// Parses `text`; `root` names the entry rule. Errors carry line:column. GBNF token terminals
+// (`<[id]>`, `<think>`, `!<...>`, token_ref.h) resolve through `vocab`; without one they are an
+// error. Not supported yet (kUnimplemented): Token/ExcludeToken/TagDispatch macros. Lookahead
+// assertions `(= ...)` and rule options `name[...]` are parsed and ignored: both only narrow or
+// annotate the language.
+Expected<Grammar> parse_ebnf(std::string_view text,
+                             std::string_view root = "root",
+                             const TokenTrie* vocab = nullptr);
 
 }  // namespace di::grammar

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Internal to the JSON Schema front end: the converter class, split over schema_converter.cc
-// (keywords, $ref, combinators) and json_builders.cc (objects, arrays, strings, numbers).
+// (keywords, $ref, combinators), json_merge.cc (allOf), json_dependencies.cc, json_builders.cc
+// (objects, arrays, strings, numbers), json_containers.cc and json_keywords.cc (applicators).
 #pragma once
 
 #include <functional>
@@ -23,6 +24,12 @@ struct SchemaError : std::runtime_error {
 
 using json = nlohmann::ordered_json;
 
+// Shared by the converter's files (schema_converter.cc).
+const std::set<std::string>& known_keywords();
+std::vector<std::string> types_of(const json& s);  // the "type" list; all six when absent
+std::string json_type_of(const json& v);           // "integer" for integral numbers
+bool type_allows(const std::vector<std::string>& types, const std::string& t);
+
 class SchemaConverter {
  public:
   SchemaConverter(const json& root, const JsonSchemaOptions& opts) : root_(root), opts_(opts) {}
@@ -34,9 +41,14 @@ class SchemaConverter {
   [[noreturn]] void unsupported(const std::string& path, const std::string& what);
   void check_keywords(const json& s, const std::string& path);
   json resolve_ref(const std::string& ref, const std::string& path);
+
+  // --- json_merge.cc
   json merge_all_of(const json& s, const std::string& path, int depth);
   bool one_of_disjoint(const json& branches, int depth);
   bool objects_disjoint(const json& a, const json& b);
+
+  // --- json_dependencies.cc
+  json rewrite_dependencies(const json& s, const std::string& path, int depth);
 
   // --- json_builders.cc
   ExprId ws();

@@ -96,9 +96,11 @@ ExprId SchemaConverter::object_expr(const json& s, const std::string& path, int 
   std::vector<ExprId> items;
   std::vector<bool> req;
   std::set<std::string> required;
+  std::vector<std::string> required_order;  // undeclared required keys are written in this order
   if (s.contains("required") && s["required"].is_array())
     for (auto& r : s["required"])
-      if (r.is_string()) required.insert(r.get<std::string>());
+      if (r.is_string() && required.insert(r.get<std::string>()).second)
+        required_order.push_back(r.get<std::string>());
   ExprId colon = g_.seq({ws(), g_.literal(":"), ws()});
   if (s.contains("properties") && s["properties"].is_object()) {
     for (auto& [k, v] : s["properties"].items()) {
@@ -109,7 +111,7 @@ ExprId SchemaConverter::object_expr(const json& s, const std::string& path, int 
     }
   }
   // Required names without a properties entry take any value.
-  for (const std::string& r : required) {
+  for (const std::string& r : required_order) {
     if (std::find(names.begin(), names.end(), r) != names.end()) continue;
     json ap = s.contains("additionalProperties") ? s["additionalProperties"] : json(true);
     names.push_back(r);

@@ -135,11 +135,14 @@ std::optional<std::vector<json>> SchemaConverter::finite_values(const json& s0,
 
 // contains / minContains / maxContains on an array without a tuple part: the elements are the
 // items schema I; at least m of them (minContains, default 1) must also match the contains
-// schema C. Rules R(j, n) (j elements written that match I and C, capped at m; n written in
-// all, capped at the length bound that still matters) count both, so the grammar is exact: an
-// element may match C without being counted, which only adds parses. maxContains needs "does
-// not match C", which has no grammar: only a maxContains that maxItems already implies is
-// taken. nullopt: contains is vacuous (minContains 0), the caller builds a plain array.
+// schema C. Rules R(j, n) (j elements written that match I and C; n written in all, capped at
+// the length bound that still matters) count both. Without an upper bound j stops at m and
+// any element may be written as I (matching C uncounted only adds parses). A maxContains M
+// that maxItems does not imply needs the elements that do not match C: I and `not C`, which
+// exists when rewrite_not gives `not C` a positive form (a type, a const/enum next to a finite
+// I, ...); then every element is exactly one of the two kinds and j runs to M, exact. Otherwise
+// strict mode refuses naming maxContains. nullopt: contains is vacuous (the caller builds a
+// plain array).
 std::optional<ExprId> SchemaConverter::contains_expr(const json& s,
                                                      const json& items,
                                                      bool plain,
@@ -157,7 +160,7 @@ std::optional<ExprId> SchemaConverter::contains_expr(const json& s,
     return static_cast<int64_t>(std::ceil(std::min(s[k].get<double>(), 1e9)));
   };
   const int64_t m = count("minContains", 1), max_c = count("maxContains", -1);
-  const bool max_implied = max_c < 0 || (hi >= 0 && max_c >= hi);
+  const bool bounded = !(max_c < 0 || (hi >= 0 && max_c >= hi));
   const bool items_ok = !(items.is_boolean() && items == false);
   // Strict mode refuses what it cannot enforce; lenient ignores contains then (a plain array).
   auto refuse = [&](const std::string& why) -> std::optional<ExprId> {
@@ -165,20 +168,34 @@ std::optional<ExprId> SchemaConverter::contains_expr(const json& s,
     return std::nullopt;
   };
   if (!plain) return refuse("keyword 'contains' together with prefixItems/items arrays");
-  if (!max_implied) return refuse("keyword 'maxContains'");
-  if (m == 0) return std::nullopt;
-  if (!items_ok || (hi >= 0 && hi < m)) return g_.nothing();
-  const int64_t cap = hi >= 0 ? hi : std::max(lo, m);
-  if ((m + 1) * (cap + 1) > 4096) return refuse("minContains/array length bounds this large");
-  ExprId any = as_rule(value(items, path + "/items", depth + 1));
+  if (m == 0 && !bounded) return std::nullopt;
+  if (!items_ok || (hi >= 0 && hi < m) || (bounded && max_c < m)) return g_.nothing();
+  // n >= 1 tells the first element (no separator) from the others, also when m is 0.
+  const int64_t cap = hi >= 0 ? hi : std::max<int64_t>({lo, m, 1});
+  const int64_t top = bounded ? max_c : m;  // j's range
+  if ((top + 1) * (cap + 1) > 4096)
+    return refuse("minContains/maxContains/array length this large");
+  ExprId any = -1;
+  if (bounded) {
+    try {
+      any = as_rule(value(json{{"allOf", json::array({items, json{{"not", s["contains"]}}})}},
+                          path + "/contains", depth + 1));
+    } catch (const SchemaError& e) {
+      unsupported(path, std::string("keyword 'maxContains' (needs the items that do not match "
+                                    "contains: ") +
+                            e.what() + ")");
+    }
+  } else {
+    any = as_rule(value(items, path + "/items", depth + 1));
+  }
   ExprId both = as_rule(
       value(json{{"allOf", json::array({items, s["contains"]})}}, path + "/contains", depth + 1));
   // R(j, n) as rules, built from the end: rule ids first, bodies after.
   auto idx = [&](int64_t j, int64_t n) { return j * (cap + 1) + n; };
-  std::vector<RuleId> rules(static_cast<size_t>((m + 1) * (cap + 1)));
+  std::vector<RuleId> rules(static_cast<size_t>((top + 1) * (cap + 1)));
   for (size_t r = 0; r < rules.size(); ++r)
     rules[r] = g_.add_rule("contains" + std::to_string(g_.rules().size()));
-  for (int64_t j = 0; j <= m; ++j) {
+  for (int64_t j = 0; j <= top; ++j) {
     for (int64_t n = 0; n <= cap; ++n) {
       std::vector<ExprId> alts;
       if (j >= m && n >= lo) alts.push_back(g_.empty());
@@ -186,7 +203,7 @@ std::optional<ExprId> SchemaConverter::contains_expr(const json& s,
         const int64_t n2 = std::min(n + 1, cap);
         ExprId lead = n == 0 ? g_.empty() : sep;
         alts.push_back(g_.seq({lead, any, g_.ref(rules[idx(j, n2)])}));
-        if (j < m) alts.push_back(g_.seq({lead, both, g_.ref(rules[idx(j + 1, n2)])}));
+        if (j < top) alts.push_back(g_.seq({lead, both, g_.ref(rules[idx(j + 1, n2)])}));
       }
       g_.set_body(rules[idx(j, n)], g_.alt(std::move(alts)));
     }

@@ -11,10 +11,10 @@
 namespace di::grammar {
 
 namespace {
-
 constexpr int kMaxDepth = 64;
+}  // namespace
 
-// Keywords that only annotate; validators ignore them, so do we.
+// Validation keywords (anything else only annotates; validators ignore it, so do we).
 const std::set<std::string>& known_keywords() {
   static const std::set<std::string> k = {"type",
                                           "enum",
@@ -89,8 +89,6 @@ bool type_allows(const std::vector<std::string>& types, const std::string& t) {
   return false;
 }
 
-}  // namespace
-
 bool SchemaConverter::schema_allows_type(const json& s, const json& v) {
   return type_allows(types_of(s), json_type_of(v));
 }
@@ -104,6 +102,7 @@ void SchemaConverter::unsupported(const std::string& path, const std::string& wh
 void SchemaConverter::check_keywords(const json& s, const std::string& path) {
   if (opts_.lenient) return;
   for (auto& [k, v] : s.items()) {
+    // rewrite_dependencies has removed (or refused) dependent*/dependencies already.
     if (k == "not" || k == "dependentRequired" || k == "dependentSchemas" || k == "dependencies" ||
         k == "unevaluatedProperties" || k == "unevaluatedItems" || k == "$dynamicRef" ||
         k == "$recursiveRef")
@@ -143,178 +142,6 @@ json SchemaConverter::resolve_ref(const std::string& ref, const std::string& pat
   }
 }
 
-// Folds allOf (and $ref with sibling keywords) into one schema. Conflicts we cannot intersect
-// are errors rather than silent widening.
-json SchemaConverter::merge_all_of(const json& s, const std::string& path, int depth) {
-  if (depth > kMaxDepth) unsupported(path, "nesting depth");
-  json base = s;
-  std::vector<json> parts;
-  if (base.contains("allOf")) {
-    if (!base["allOf"].is_array())
-      throw SchemaError(StatusCode::kInvalidArgument, "allOf must be an array at " + path);
-    for (const json& p : base["allOf"]) parts.push_back(p);
-    base.erase("allOf");
-  }
-  if (base.contains("$ref")) {
-    // Siblings of $ref: (2019+) apply both.
-    std::string ref = base["$ref"].is_string() ? base["$ref"].get<std::string>() : "";
-    base.erase("$ref");
-    parts.push_back(resolve_ref(ref, path));
-  }
-  for (json p : parts) {
-    if (p.is_boolean()) {
-      if (p == false) return json(false);
-      continue;
-    }
-    if (!p.is_object()) continue;
-    p = merge_all_of(p, path, depth + 1);
-    if (p.is_boolean()) {
-      if (p == false) return json(false);
-      continue;
-    }
-    // additionalProperties / items only see the properties / prefixItems of their own schema
-    // object, so merging those across allOf parts would change their meaning.
-    auto object_shape = [](const json& x) {
-      return x.contains("properties") || x.contains("patternProperties") ||
-             x.contains("additionalProperties");
-    };
-    auto array_shape = [](const json& x) {
-      return x.contains("items") || x.contains("prefixItems") || x.contains("additionalItems");
-    };
-    if (object_shape(p) && object_shape(base) &&
-        (p.contains("additionalProperties") || base.contains("additionalProperties")))
-      merge_object_shapes(base, p, path);
-    if (array_shape(p) && array_shape(base))
-      unsupported(path, "allOf parts that both constrain array items");
-    for (auto& [k, v] : p.items()) {
-      if (!base.contains(k)) {
-        base[k] = v;
-      } else if (base[k] == v) {
-      } else if (k == "properties" && v.is_object() && base[k].is_object()) {
-        for (auto& [pk, pv] : v.items()) {
-          if (!base[k].contains(pk))
-            base[k][pk] = pv;
-          else if (base[k][pk] != pv)
-            base[k][pk] = json{{"allOf", json::array({base[k][pk], pv})}};
-        }
-      } else if (k == "required" && v.is_array() && base[k].is_array()) {
-        for (auto& r : v)
-          if (std::find(base[k].begin(), base[k].end(), r) == base[k].end()) base[k].push_back(r);
-      } else if (k == "type") {
-        auto a = types_of(base), b = types_of(p);
-        json inter = json::array();
-        for (auto& t : a) {
-          if (type_allows(b, t))
-            inter.push_back(t);
-          else if (t == "number" && type_allows(b, "integer"))
-            inter.push_back("integer");
-        }
-        base["type"] = inter;
-      } else if ((k == "minimum" || k == "minLength" || k == "minItems" || k == "minProperties") &&
-                 v.is_number()) {
-        base[k] = std::max(base[k].get<double>(), v.get<double>());
-      } else if ((k == "maximum" || k == "maxLength" || k == "maxItems" || k == "maxProperties") &&
-                 v.is_number()) {
-        base[k] = std::min(base[k].get<double>(), v.get<double>());
-      } else if (known_keywords().count(k)) {
-        unsupported(path, "allOf with conflicting '" + k + "'");
-      }
-    }
-  }
-  return base;
-}
-
-bool SchemaConverter::one_of_disjoint(const json& branches, int depth) {
-  // Disjoint when every pair of branches allows disjoint JSON types (integer counts as number).
-  std::vector<std::vector<std::string>> types;
-  std::vector<json> merged;
-  for (const json& b0 : branches) {
-    json b = b0;
-    if (b.is_object() && (b.contains("allOf") || b.contains("$ref")))
-      b = merge_all_of(b.contains("$ref") && b.size() == 1
-                           ? resolve_ref(b["$ref"].get<std::string>(), "oneOf")
-                           : b,
-                       "oneOf", depth + 1);
-    if (!b.is_object()) return false;
-    std::vector<std::string> t;
-    if (b.contains("const"))
-      t.push_back(json_type_of(b["const"]));
-    else if (b.contains("enum") && b["enum"].is_array())
-      for (auto& v : b["enum"]) t.push_back(json_type_of(v));
-    else
-      t = types_of(b);
-    if (b.contains("anyOf") || b.contains("oneOf")) return false;
-    for (auto& x : t)
-      if (x == "integer") x = "number";
-    types.push_back(t);
-    merged.push_back(std::move(b));
-  }
-  for (size_t i = 0; i < types.size(); ++i) {
-    for (size_t j = i + 1; j < types.size(); ++j) {
-      bool overlap = false;
-      for (auto& a : types[i])
-        for (auto& b : types[j]) overlap |= a == b;
-      if (!overlap) continue;
-      bool objects = types[i] == std::vector<std::string>{"object"} &&
-                     types[j] == std::vector<std::string>{"object"};
-      if (!objects || !objects_disjoint(merged[i], merged[j])) return false;
-    }
-  }
-  return true;
-}
-
-namespace {
-
-std::vector<std::string> required_of(const json& s) {
-  std::vector<std::string> out;
-  if (s.contains("required") && s["required"].is_array())
-    for (auto& r : s["required"])
-      if (r.is_string()) out.push_back(r.get<std::string>());
-  return out;
-}
-
-// Values a property schema allows when it is a const/enum; nullopt otherwise.
-std::optional<std::vector<json>> fixed_values(const json& s) {
-  if (!s.is_object()) return std::nullopt;
-  if (s.contains("const")) return std::vector<json>{s["const"]};
-  if (s.contains("enum") && s["enum"].is_array())
-    return std::vector<json>(s["enum"].begin(), s["enum"].end());
-  return std::nullopt;
-}
-
-// a has a required key that b can never contain.
-bool has_key_forbidden_in(const json& a, const json& b) {
-  if (!(b.contains("additionalProperties") && b["additionalProperties"] == false)) return false;
-  if (b.contains("patternProperties")) return false;
-  for (const std::string& k : required_of(a))
-    if (!(b.contains("properties") && b["properties"].is_object() && b["properties"].contains(k)))
-      return true;
-  return false;
-}
-
-}  // namespace
-
-// Two object schemas no instance satisfies together: a shared required discriminator property
-// with disjoint const/enum values, or a required key one of them forbids.
-bool SchemaConverter::objects_disjoint(const json& a, const json& b) {
-  if (has_key_forbidden_in(a, b) || has_key_forbidden_in(b, a)) return true;
-  auto rb = required_of(b);
-  for (const std::string& k : required_of(a)) {
-    if (std::find(rb.begin(), rb.end(), k) == rb.end()) continue;
-    if (!a.contains("properties") || !b.contains("properties")) continue;
-    const json& pa = a["properties"];
-    const json& pb = b["properties"];
-    if (!pa.is_object() || !pb.is_object() || !pa.contains(k) || !pb.contains(k)) continue;
-    auto va = fixed_values(pa[k]), vb = fixed_values(pb[k]);
-    if (!va || !vb) continue;
-    bool common = false;
-    for (auto& x : *va)
-      for (auto& y : *vb) common |= x == y;
-    if (!common) return true;
-  }
-  return false;
-}
-
 ExprId SchemaConverter::value(const json& s_in, const std::string& path, int depth) {
   if (depth > kMaxDepth) unsupported(path, "nesting depth");
   if (s_in.is_boolean()) return s_in == true ? any_value() : g_.nothing();
@@ -345,6 +172,8 @@ ExprId SchemaConverter::value(const json& s_in, const std::string& path, int dep
   }
   if (s.is_boolean()) return value(s, path, depth + 1);
   s = rewrite_if(s);  // anyOf [if and then, not-if and else], when not-if has a positive form
+  s = rewrite_dependencies(s, path, depth);  // anyOf over "key absent" / "key and its demands"
+  if (s.is_boolean()) return value(s, path, depth + 1);
   check_keywords(s, path);
 
   std::vector<ExprId> conj;  // anyOf/oneOf restrict the same value: handled as alternatives

@@ -128,6 +128,30 @@ TEST(GrammarConstraint, ThinkingAppliesOnlyAfterTheEndMarker) {
   EXPECT_EQ(allowed(c), (std::vector<int>{5}));
 }
 
+// A request's `ebnf` with GBNF token terminals, through the constraint: `<[4]>` is the control
+// token "</think>" as a unit, `!<[1]>` any text token but "a".
+TEST(GrammarConstraint, EbnfTokenTerminals) {
+  Fixture f;
+  auto so = parse_ok(R"({"ebnf": "root ::= \"a\" <[4]> !<[1]>"})");
+  ASSERT_TRUE(so);
+  auto g = f.compiler->compile_ebnf(so->text);
+  ASSERT_TRUE(g) << g.status().message();
+  GrammarConstraint c(*g, std::nullopt);
+  EXPECT_EQ(allowed(c), (std::vector<int>{1}));
+  c.accept(1);
+  EXPECT_EQ(allowed(c), (std::vector<int>{4}));
+  c.accept(4);
+  EXPECT_EQ(allowed(c), (std::vector<int>{2, 3, 5}));
+  c.accept(3);
+  EXPECT_EQ(allowed(c), (std::vector<int>{0}));
+  c.rollback(2);
+  EXPECT_EQ(allowed(c), (std::vector<int>{4}));
+  EXPECT_TRUE(c.ok());
+  auto bad = f.compiler->compile_ebnf("root ::= <[6]>");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("outside the vocabulary"), std::string::npos);
+}
+
 TEST(GrammarConstraint, AfterTheEndOnlyEosRemains) {
   Fixture f;
   GrammarConstraint c(f.regex("a"), std::nullopt);

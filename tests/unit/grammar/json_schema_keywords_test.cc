@@ -5,36 +5,13 @@
 // compiles; forms it cannot enforce are strict errors naming the keyword, ignored when lenient.
 #include <gtest/gtest.h>
 
-#include "grammar/json_schema/schema_converter.h"
-#include "test_vocab.h"
+#include "schema_helper.h"
 
 namespace di::grammar {
 namespace {
 
-class Schema {
- public:
-  explicit Schema(const std::string& schema, JsonSchemaOptions o = {}) {
-    auto g = json_schema_to_grammar(std::string_view(schema), o);
-    status_ = g.error();
-    if (!g) return;
-    auto cg = CompiledGrammar::create(*g, TokenTrie::build(testing::small_vocab()));
-    EXPECT_TRUE(cg.has_value());
-    cg_ = *cg;
-  }
-  bool ok() const { return cg_ != nullptr; }
-  bool accepts(const std::string& s) const { return testing::matches(cg_, s); }
-  const Status& status() const { return status_; }
-
- private:
-  Status status_;
-  std::shared_ptr<const CompiledGrammar> cg_;
-};
-
-JsonSchemaOptions lenient() {
-  JsonSchemaOptions o;
-  o.lenient = true;
-  return o;
-}
+using testing::lenient;
+using testing::Schema;
 
 TEST(grammar_json_schema_keywords, Contains) {
   Schema s(R"({"type":"array","items":{"type":"integer"},"contains":{"const":7}})");
@@ -59,7 +36,8 @@ TEST(grammar_json_schema_keywords, Contains) {
   Schema none(R"({"contains":{"const":1},"minContains":0})");
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none.accepts("[]"));
-  // maxContains needs "does not match": refused unless maxItems implies it.
+  // maxContains needs "does not match": refused unless maxItems implies it or `not contains`
+  // has a positive form (json_schema_dependencies_test.cc).
   Schema max(R"({"type":"array","contains":{"const":1},"maxContains":1})");
   ASSERT_FALSE(max.ok());
   EXPECT_NE(max.status().message().find("maxContains"), std::string::npos);

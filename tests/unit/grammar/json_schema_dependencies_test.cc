@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+// dependentRequired, dependentSchemas, draft-7 dependencies (an anyOf over "key absent" / "key
+// and its demands") and maxContains (through `not contains`): exact where they compile, strict
+// errors naming the keyword otherwise, ignored when lenient.
+#include <gtest/gtest.h>
+
+#include "schema_helper.h"
+
+namespace di::grammar {
+namespace {
+
+using testing::lenient;
+using testing::Schema;
+
+TEST(grammar_json_schema_dependencies, DependentRequired) {
+  for (const char* kw : {"dependentRequired", "dependencies"}) {
+    Schema s(std::string(R"({"properties":{"a":{},"b":{},"c":{}},")") + kw +
+             R"(":{"a":["b"],"c":["a","b"]}})");
+    ASSERT_TRUE(s.ok()) << kw << ": " << s.status().message();
+    EXPECT_TRUE(s.accepts("{}"));
+    EXPECT_TRUE(s.accepts(R"({"b": 1})"));
+    EXPECT_TRUE(s.accepts(R"({"a": 1, "b": 2})"));
+    EXPECT_TRUE(s.accepts(R"({"a": 1, "b": 2, "c": 3})"));
+    EXPECT_FALSE(s.accepts(R"({"a": 1})"));
+    EXPECT_FALSE(s.accepts(R"({"b": 1, "c": 3})"));
+    EXPECT_TRUE(s.accepts(R"("not an object")"));
+    EXPECT_TRUE(s.accepts("[1]"));
+  }
+  // Keys the schema requires or forbids cost no branch.
+  Schema fixed(
+      R"({"type":"object","properties":{"a":{},"b":{}},"required":["a"],"additionalProperties":false,
+          "dependentRequired":{"a":["b"],"z":["a"]}})");
+  ASSERT_TRUE(fixed.ok()) << fixed.status().message();
+  EXPECT_TRUE(fixed.accepts(R"({"a": 1, "b": 2})"));
+  EXPECT_FALSE(fixed.accepts(R"({"a": 1})"));
+  EXPECT_FALSE(fixed.accepts("1"));
+  // Undeclared keys allowed as additional properties.
+  Schema extra(R"({"type":"object","dependentRequired":{"a":["b"]}})");
+  ASSERT_TRUE(extra.ok()) << extra.status().message();
+  EXPECT_TRUE(extra.accepts(R"({"b": 1})"));
+  EXPECT_TRUE(extra.accepts(R"({"x": 1})"));
+  EXPECT_FALSE(extra.accepts(R"({"a": 1})"));
+  // The suite's instance order: what a key demands, then the key.
+  Schema order(R"({"dependentRequired":{"bar":["foo"]}})");
+  ASSERT_TRUE(order.ok());
+  EXPECT_TRUE(order.accepts(R"({"foo": 1, "bar": 2})"));
+}
+
+TEST(grammar_json_schema_dependencies, DependentSchemas) {
+  for (const char* kw : {"dependentSchemas", "dependencies"}) {
+    Schema s(
+        std::string(
+            R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},")") +
+        kw + R"(":{"a":{"required":["b"],"properties":{"b":{"maxLength":1}}},"b":true}})");
+    ASSERT_TRUE(s.ok()) << kw << ": " << s.status().message();
+    EXPECT_TRUE(s.accepts(R"({"a": 1, "b": "x"})"));
+    EXPECT_FALSE(s.accepts(R"({"a": 1, "b": "xy"})"));
+    EXPECT_FALSE(s.accepts(R"({"a": 1})"));
+    EXPECT_TRUE(s.accepts(R"({"b": "xy"})"));
+  }
+  Schema never(R"({"type":"object","dependentSchemas":{"a":false}})");
+  ASSERT_TRUE(never.ok()) << never.status().message();
+  EXPECT_TRUE(never.accepts(R"({"b": 1})"));
+  EXPECT_FALSE(never.accepts(R"({"a": 1})"));
+}
+
+TEST(grammar_json_schema_dependencies, RefusedFormsNameTheKeyword) {
+  // Five keys that may each be present or not: 32 merged objects, refused.
+  const std::string five =
+      R"({"type":"object","dependentRequired":{"a":["x"],"b":["x"],"c":["x"],"d":["x"],"e":["x"]}})";
+  Schema s(five);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("dependentRequired"), std::string::npos)
+      << s.status().message();
+  EXPECT_TRUE(Schema(five, lenient()).ok());
+  Schema bad(R"({"dependentRequired":{"a":[1]}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("dependentRequired"), std::string::npos);
+  Schema with_enum(R"({"enum":[{"a":1}],"dependentRequired":{"a":["b"]}})");
+  ASSERT_FALSE(with_enum.ok());
+  EXPECT_NE(with_enum.status().message().find("dependentRequired"), std::string::npos);
+}
+
+TEST(grammar_json_schema_dependencies, MaxContainsThroughNotContains) {
+  Schema typed(
+      R"({"type":"array","items":{"type":["integer","string"]},"contains":{"type":"integer"},
+          "minContains":1,"maxContains":2})");
+  ASSERT_TRUE(typed.ok()) << typed.status().message();
+  EXPECT_TRUE(typed.accepts(R"([1, "a", 2])"));
+  EXPECT_TRUE(typed.accepts(R"(["a", 1, "b"])"));
+  EXPECT_FALSE(typed.accepts("[1, 2, 3]"));
+  EXPECT_FALSE(typed.accepts(R"(["a"])"));
+  Schema finite(R"({"items":{"enum":[1,2,3]},"contains":{"const":1},"maxContains":1})");
+  ASSERT_TRUE(finite.ok()) << finite.status().message();
+  EXPECT_TRUE(finite.accepts("[2, 1, 3]"));
+  EXPECT_FALSE(finite.accepts("[1, 2, 1]"));
+  EXPECT_FALSE(finite.accepts("[2, 3]"));
+  Schema zero(R"({"items":{"enum":[1,2]},"contains":{"const":1},"minContains":0,"maxContains":0})");
+  ASSERT_TRUE(zero.ok()) << zero.status().message();
+  EXPECT_TRUE(zero.accepts("[2, 2]"));
+  EXPECT_TRUE(zero.accepts("[]"));
+  EXPECT_FALSE(zero.accepts("[2, 1]"));
+  // `not {const: 1}` over any value has no grammar here.
+  Schema free(R"({"contains":{"const":1},"maxContains":1})");
+  ASSERT_FALSE(free.ok());
+  EXPECT_NE(free.status().message().find("maxContains"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace di::grammar
