@@ -25,7 +25,7 @@ void encode_fp8_block(const float* x, uint8_t* codes, uint8_t* scale) {
 
 // As fake_quant_row_fp4 with e4m3 scales, one 16-block; codes[i] holds dims 2i and 2i+1.
 void encode_fp4_block(const float* x, uint8_t* codes, uint8_t* scale) {
-  const float amax = std::max(block_amax(x, 16), 6.0f * std::ldexp(1.0f, -9));
+  const float amax = std::max(block_amax(x, 16), 6.0f * 0.001953125f);  // 6 * 2^-9
   const float s = round_e4m3(amax / kFp4Max);
   for (int i = 0; i < 8; ++i) {
     const uint8_t lo = float_to_e2m1(std::clamp(x[2 * i] / s, -kFp4Max, kFp4Max));
@@ -48,15 +48,26 @@ void encode_kv_row(const float* x, int64_t dim, backend::KvFormat format, uint8_
 }
 
 void decode_kv_row(const uint8_t* row, int64_t dim, backend::KvFormat format, float* out) {
-  // The products are exact (at most 8 significant bits); round_bf16 keeps the fake
-  // quantization's last step literally.
+  // Every product is exact and already a bf16 value, so the fake quantization's final bf16
+  // rounding is the identity here: an e4m3 value (4 significant bits) times a power of two at
+  // least 2^-22, or an e2m1 value (2 bits, at least 0.5) times an e4m3 scale (4 bits, at least
+  // 2^-9), has at most 6 significant bits and stays a normal float. Attention decodes every key
+  // it reads, so this loop is kept to a table lookup and a multiply.
+  static constexpr float kE2m1[16] = {0.f,  0.5f,  1.f,  1.5f,  2.f,  3.f,  4.f,  6.f,
+                                      -0.f, -0.5f, -1.f, -1.5f, -2.f, -3.f, -4.f, -6.f};
+  const float* e4m3 = e4m3_table();
   if (format == backend::KvFormat::kFp8) {
-    for (int64_t i = 0; i < dim; ++i)
-      out[i] = round_bf16(e4m3_to_float(row[i]) * e8m0_to_float(row[dim + i / 32]));
+    for (int64_t b = 0; b < dim / 32; ++b) {
+      const float s = e8m0_to_float(row[dim + b]);
+      for (int64_t i = 32 * b; i < 32 * b + 32; ++i) out[i] = e4m3[row[i]] * s;
+    }
   } else {
-    for (int64_t i = 0; i < dim; ++i) {
-      const uint8_t code = static_cast<uint8_t>((row[i / 2] >> (4 * (i % 2))) & 0xf);
-      out[i] = round_bf16(e2m1_to_float(code) * e4m3_to_float(row[dim / 2 + i / 16]));
+    for (int64_t b = 0; b < dim / 16; ++b) {
+      const float s = e4m3[row[dim / 2 + b]];
+      for (int64_t i = 16 * b; i < 16 * b + 16; i += 2) {
+        out[i] = kE2m1[row[i / 2] & 0xf] * s;
+        out[i + 1] = kE2m1[row[i / 2] >> 4] * s;
+      }
     }
   }
 }
