@@ -191,7 +191,8 @@ class Ops : public Memory {
   virtual void sparse_attention(const SparseAttentionArgs& args) const = 0;
 
   // Stores rows (bf16-exact values before quantization, head_dim = rows.cols) in `format` at
-  // pool rows slots[r] (host; -1 skips a row): decoding gives the row's fake quantization
+  // pool rows slots[r] (host; -1 skips a row; null: row r to pool row r, no upload on a device
+  // backend): decoding gives the row's fake quantization
   // (fake_quant_fp8 block 32, or fake_quant_fp4 kE4m3Block16) bitwise. pool: backend memory,
   // rows at kv_row_stride(format, head_dim). Slots must be distinct.
   virtual void write_kv(ConstRowsView rows,

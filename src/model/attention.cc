@@ -3,7 +3,6 @@
 // sink softmax; inverse RoPE on the output; grouped low-rank output projection.
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <vector>
 
 #include "model/model.h"
@@ -53,10 +52,7 @@ void Model::project_qkv(int layer,
 
 Buffer Model::store_fresh(ConstRowsView kv) const {
   Buffer fresh(*ops_, kv.rows, backend::kv_row_stride(backend::KvFormat::kFp8, kv.cols) / 4);
-  std::vector<int32_t> rows(static_cast<size_t>(kv.rows));
-  std::iota(rows.begin(), rows.end(), 0);
-  ops_->write_kv(kv, backend::KvFormat::kFp8, rows.data(),
-                 reinterpret_cast<uint8_t*>(fresh.data()));
+  ops_->write_kv(kv, backend::KvFormat::kFp8, nullptr, reinterpret_cast<uint8_t*>(fresh.data()));
   return fresh;
 }
 

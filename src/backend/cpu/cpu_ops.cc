@@ -90,8 +90,8 @@ void CpuOps::write_kv(ConstRowsView rows,
   const int64_t stride = kv_row_stride(format, rows.cols);
   pool_.parallel_for(rows.rows, 16, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
-      if (slots[r] >= 0)
-        kernels::encode_kv_row(rows.row(r), rows.cols, format, pool + slots[r] * stride);
+      const int64_t slot = slots ? slots[r] : r;
+      if (slot >= 0) kernels::encode_kv_row(rows.row(r), rows.cols, format, pool + slot * stride);
     }
   });
 }

@@ -3,6 +3,7 @@
 // (sparse_attention_fp8.h: within a tolerance of the CPU); elsewhere (the golden mini models) it
 // decodes the distinct rows a call reads to fp32 and runs the exact fp32 attention kernel,
 // bitwise equal to the CPU backend.
+#include <algorithm>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -64,7 +65,10 @@ void CudaOps::write_kv(ConstRowsView rows,
                        uint8_t* pool) const {
   Impl& m = *impl_;
   m.run("write_kv", [&]() -> Status {
-    DI_ASSIGN_OR_RETURN(const int32_t* ds, m.upload(slots, static_cast<size_t>(rows.rows)));
+    const int32_t* ds = nullptr;
+    if (slots) {
+      DI_ASSIGN_OR_RETURN(ds, m.upload(slots, static_cast<size_t>(rows.rows)));
+    }
     DI_CUDA_RETURN_IF_ERROR(cuda::write_kv_rows(rows.data, rows.rows, static_cast<int>(rows.cols),
                                                 format, ds, pool, m.stream));
     return {};
@@ -90,15 +94,15 @@ void CudaOps::kv_attention(const KvAttentionArgs& a) const {
       f.num_indices = a.num_window;
       f.extra_kv = a.compressed_pool;
       f.num_extra = a.num_compressed;
-      if (a.num_window > 0) {
-        DI_ASSIGN_OR_RETURN(
-            f.indices, m.upload(a.window_index, static_cast<size_t>(a.num_queries * a.num_window)));
-      }
-      if (a.num_compressed > 0) {
-        DI_ASSIGN_OR_RETURN(
-            f.extra_indices,
-            m.upload(a.compressed_index, static_cast<size_t>(a.num_queries * a.num_compressed)));
-      }
+      // One upload for both index lists: a pageable upload waits for the stream.
+      const size_t nwi = static_cast<size_t>(a.num_queries * a.num_window),
+                   nci = static_cast<size_t>(a.num_queries * a.num_compressed);
+      std::vector<int32_t> idx(nwi + nci);
+      std::copy_n(a.window_index, nwi, idx.begin());
+      std::copy_n(a.compressed_index, nci, idx.begin() + static_cast<std::ptrdiff_t>(nwi));
+      DI_ASSIGN_OR_RETURN(const int32_t* di, m.upload(idx.data(), idx.size()));
+      if (nwi > 0) f.indices = di;
+      if (nci > 0) f.extra_indices = di + nwi;
       f.sink = ds;
       f.softmax_scale = a.softmax_scale;
       f.out = ob;
@@ -113,15 +117,18 @@ void CudaOps::kv_attention(const KvAttentionArgs& a) const {
                   nc = static_cast<int64_t>(d.compressed.size());
     DI_ASSIGN_OR_RETURN(float* table,
                         m.scratch<float>(static_cast<size_t>((nw + nc) * a.head_dim)));
-    DI_ASSIGN_OR_RETURN(const int32_t* dw, m.upload(d.window.data(), d.window.size()));
-    DI_ASSIGN_OR_RETURN(const int32_t* dc, m.upload(d.compressed.data(), d.compressed.size()));
+    std::vector<int32_t> meta(d.window);  // [window rows | compressed rows | slots]: one upload
+    meta.insert(meta.end(), d.compressed.begin(), d.compressed.end());
+    meta.insert(meta.end(), d.slot.begin(), d.slot.end());
+    DI_ASSIGN_OR_RETURN(const int32_t* dw, m.upload(meta.data(), meta.size()));
+    const int32_t* dc = dw + nw;
+    const int32_t* di = dc + nc;
     DI_CUDA_RETURN_IF_ERROR(cuda::decode_kv_rows_f32(a.window_pool, a.window_pool_rows, a.fresh,
                                                      KvFormat::kFp8, a.head_dim, dw, nw, table,
                                                      m.stream));
     DI_CUDA_RETURN_IF_ERROR(cuda::decode_kv_rows_f32(a.compressed_pool, INT64_MAX, nullptr,
                                                      KvFormat::kFp4, a.head_dim, dc, nc,
                                                      table + nw * a.head_dim, m.stream));
-    DI_ASSIGN_OR_RETURN(const int32_t* di, m.upload(d.slot.data(), d.slot.size()));
     DI_CUDA_RETURN_IF_ERROR(
         cuda::sparse_attention(a.q, a.num_queries, a.num_heads, a.head_dim, table, di,
                                static_cast<int64_t>(a.num_window) + a.num_compressed, ds,

@@ -29,11 +29,12 @@ __global__ void write_fp8_kernel(const float* __restrict__ rows,
   if (i >= num_rows * blocks) return;
   const int64_t r = i / blocks;
   const int b = static_cast<int>(i % blocks);
-  if (slots[r] < 0) return;
+  const int64_t slot = slots ? slots[r] : r;
+  if (slot < 0) return;
   const float* x = rows + r * dim + 32 * b;
   const float amax = fmaxf(block_amax(x, 32), 1e-4f);
   const float s = pow2_ceil_scale(__fmul_rn(amax, __fdiv_rn(1.0f, 448.0f)));
-  uint8_t* row = pool + static_cast<int64_t>(slots[r]) * stride;
+  uint8_t* row = pool + slot * stride;
   for (int k = 0; k < 32; ++k) {
     const float q = round_e4m3(fminf(fmaxf(__fdiv_rn(x[k], s), -448.0f), 448.0f));
     row[32 * b + k] = static_cast<uint8_t>(e4m3_code(q));
@@ -52,11 +53,12 @@ __global__ void write_fp4_kernel(const float* __restrict__ rows,
   if (i >= num_rows * blocks) return;
   const int64_t r = i / blocks;
   const int b = static_cast<int>(i % blocks);
-  if (slots[r] < 0) return;
+  const int64_t slot = slots ? slots[r] : r;
+  if (slot < 0) return;
   const float* x = rows + r * dim + 16 * b;
   const float amax = fmaxf(block_amax(x, 16), __fmul_rn(6.0f, 0.001953125f));  // 6 * 2^-9
   const float s = round_e4m3(__fdiv_rn(amax, 6.0f));
-  uint8_t* row = pool + static_cast<int64_t>(slots[r]) * stride;
+  uint8_t* row = pool + slot * stride;
   for (int k = 0; k < 8; ++k) {
     const uint32_t lo = e2m1_code(fminf(fmaxf(__fdiv_rn(x[2 * k], s), -6.0f), 6.0f));
     const uint32_t hi = e2m1_code(fminf(fmaxf(__fdiv_rn(x[2 * k + 1], s), -6.0f), 6.0f));

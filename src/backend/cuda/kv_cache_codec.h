@@ -13,8 +13,8 @@
 
 namespace di::backend::cuda {
 
-// Encodes rows [num_rows, dim] (bf16-exact fp32) into pool rows slots[r] (skipped when -1), rows
-// at kv_row_stride(format, dim).
+// Encodes rows [num_rows, dim] (bf16-exact fp32) into pool rows slots[r] (skipped when -1; row r
+// when slots is null), rows at kv_row_stride(format, dim).
 cudaError_t write_kv_rows(const float* rows,
                           int64_t num_rows,
                           int dim,

@@ -1,6 +1,7 @@
 // The KV cache's stored formats (backend/kv_format.h): the reference codecs against the fake
 // quantization they stand for, and CpuOps' write_kv / kv_attention against sparse_attention over
 // the fake-quantized fp32 rows (bitwise: the model's CPU logits must not move).
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -145,6 +146,15 @@ TEST(KvAttention, EqualsSparseAttentionOverTheDecodedRowsBitwise) {
   a.out = got.data();
   ops.kv_attention(a);
   expect_same_bits(got.data(), want.data(), want.size(), "kv_attention");
+
+  // Null slots store row r at pool row r.
+  std::vector<uint8_t> fresh2(fresh.size());
+  ops.write_kv({fresh_x.data(), fresh_rows, D}, KvFormat::kFp8, nullptr, fresh2.data());
+  for (int64_t r = 0; r < fresh_rows; ++r) {
+    EXPECT_TRUE(std::equal(fresh2.begin() + r * s8, fresh2.begin() + (r + 1) * s8,
+                           fresh.begin() + (fresh_rows - 1 - r) * s8))
+        << "row " << r;
+  }
 }
 
 }  // namespace
