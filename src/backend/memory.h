@@ -52,10 +52,13 @@ class Memory {
 // Plain host memory (the CPU backend's, and tests').
 class HostMemory : public Memory {
  public:
+  // Cache-line aligned: the CPU kernels' 8-lane row loads otherwise depend on where the heap puts
+  // each buffer (a layout shift once cost the mini model's decode step 20 %).
   float* allocate(int64_t count) const override {
-    return new (std::nothrow) float[static_cast<size_t>(count > 0 ? count : 1)];
+    return new (std::align_val_t(64),
+                std::nothrow) float[static_cast<size_t>(count > 0 ? count : 1)];
   }
-  void deallocate(float* p) const override { delete[] p; }
+  void deallocate(float* p) const override { operator delete[](p, std::align_val_t(64)); }
   void upload(const float* host, float* dst, int64_t count) const override {
     if (count > 0) std::memcpy(dst, host, sizeof(float) * static_cast<size_t>(count));
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/kv_format.h"
 #include "backend/memory.h"
 #include "tensor/weight_view.h"
 #include "util/status.h"
@@ -41,6 +42,29 @@ struct SparseAttentionArgs {
   // [num_queries, num_keys] pointers to K=V rows of head_dim floats; nullptr marks an empty slot.
   const float* const* keys = nullptr;
   int64_t num_keys = 0;
+  const float* sink = nullptr;  // [num_heads] f32
+  float softmax_scale = 0;
+  float* out = nullptr;  // [num_queries, num_heads, head_dim], rounded to bf16
+};
+
+// Sink attention over the KV cache in its stored formats (kv_format.h). Key j of query t is, in
+// softmax order, window slot j (j < num_window) then compressed slot j - num_window. Window
+// indices address one index space over two FP8 arrays: i < window_pool_rows is row i of
+// window_pool (the state pool's rings), i >= window_pool_rows is row i - window_pool_rows of
+// fresh (this call's new rows, not yet in a ring). -1 marks an empty slot.
+struct KvAttentionArgs {
+  const float* q = nullptr;  // [num_queries, num_heads, head_dim], bf16-exact
+  int64_t num_queries = 0;
+  int num_heads = 0;
+  int head_dim = 0;
+  const uint8_t* window_pool = nullptr;  // FP8 rows at kv_row_stride(kFp8, head_dim)
+  int64_t window_pool_rows = 0;
+  const uint8_t* fresh = nullptr;         // FP8 rows, same stride; may be null
+  const int32_t* window_index = nullptr;  // host [num_queries, num_window]
+  int num_window = 0;
+  const uint8_t* compressed_pool = nullptr;   // FP4 rows at kv_row_stride(kFp4, head_dim)
+  const int32_t* compressed_index = nullptr;  // host [num_queries, num_compressed]
+  int num_compressed = 0;
   const float* sink = nullptr;  // [num_heads] f32
   float softmax_scale = 0;
   float* out = nullptr;  // [num_queries, num_heads, head_dim], rounded to bf16
@@ -165,6 +189,19 @@ class Ops : public Memory {
 
   // Sink softmax attention over per-query key lists, online in blocks of 64 keys (sparse_attn).
   virtual void sparse_attention(const SparseAttentionArgs& args) const = 0;
+
+  // Stores rows (bf16-exact values before quantization, head_dim = rows.cols) in `format` at
+  // pool rows slots[r] (host; -1 skips a row; null: row r to pool row r, no upload on a device
+  // backend): decoding gives the row's fake quantization
+  // (fake_quant_fp8 block 32, or fake_quant_fp4 kE4m3Block16) bitwise. pool: backend memory,
+  // rows at kv_row_stride(format, head_dim). Slots must be distinct.
+  virtual void write_kv(ConstRowsView rows,
+                        KvFormat format,
+                        const int32_t* slots,
+                        uint8_t* pool) const = 0;
+  // sparse_attention's math over keys decoded from the stored rows. Backends may compute some
+  // shapes within a tolerance instead of bitwise (the CUDA backend's tensor cores at 64 x 512).
+  virtual void kv_attention(const KvAttentionArgs& args) const = 0;
 
   // Indexer scores: sum_h w[t,h] * relu(bf16(q[t,h] . k[s])), each step rounded to bf16.
   virtual void index_scores(const IndexScoreArgs& args) const = 0;

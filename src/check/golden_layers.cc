@@ -195,9 +195,12 @@ Status check_compressed(const GoldenContext& g,
       std::vector<float> ours(ref.size());
       const int64_t have = seq.streams[static_cast<size_t>(stream)].num_entries;
       for (int64_t e = 0; e < std::min(n, have); ++e) {
-        const float* row = keys ? ctx.pool->index_key_row(seq, stream, e)
-                                : ctx.pool->compressed_kv_row(seq, stream, e);
-        g.model->ops().download(row, ours.data() + e * width, width);
+        if (keys) {
+          g.model->ops().download(ctx.pool->index_key_row(seq, stream, e), ours.data() + e * width,
+                                  width);
+        } else {
+          ctx.pool->download_compressed_kv(seq, stream, e, ours.data() + e * width);
+        }
       }
       Diff d = diff_rows(ours.data(), ref.data(), n, width);
       report.check(key, have == n && d.max_abs <= g.tol.block_out_max_abs,

@@ -197,6 +197,8 @@ int run_bench_command(int argc, char** argv) {
   std::printf("model %s: %d layers + %d DSpark, hidden %d, %d experts; %s backend, %u threads\n",
               dir.c_str(), c.n_layers, c.n_mtp_layers, c.dim, c.n_routed_experts, ops.name(),
               pool.num_threads());
+  std::printf("state pool: %.2f MiB (FP8 window rings, FP4 compressed KV, fp32 index keys)\n",
+              static_cast<double>(state->bytes()) / (1 << 20));
   std::printf("prefill: batch %d x %d tokens in %.3f s = %.1f tokens/s (%.2f CPU-s)\n", batch,
               prompt_len, prefill_s, batch * prompt_len / prefill_s, prefill_cpu);
   if (replay_tail > 0) {

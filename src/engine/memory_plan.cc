@@ -13,11 +13,10 @@ Expected<MemoryPlan> plan_state_pool(const model::ModelConfig& config,
   if (max_num_seqs <= 0) return invalid_argument("--max-num-seqs must be > 0");
   if (entries_per_page <= 0) return invalid_argument("entries_per_page must be > 0");
   if (num_snapshots < 0) return invalid_argument("--prefix-cache-snapshots must be >= 0");
-  constexpr int64_t kFloat = 4;
   MemoryPlan plan;
-  const int64_t window =
-      static_cast<int64_t>(config.num_total_layers()) * config.window_size * config.head_dim;
-  const int64_t entry_floats = config.head_dim + config.index_head_dim;
+  // The pool's own row sizes (FP8 window rows, FP4 compressed KV, fp32 index keys).
+  const int64_t window = model::StatePool::window_bytes_per_sequence(config);
+  const int64_t entry = model::StatePool::entry_bytes(config);
   int64_t slack_per_seq = 0;  // one partly filled page per stream and sequence
   double per_token = 0;
   int64_t rounding = 0;  // the pool rounds each stream's entries up to whole pages
@@ -25,14 +24,14 @@ Expected<MemoryPlan> plan_state_pool(const model::ModelConfig& config,
   for (int layer : config.kv_source_layers) {
     const int ratio = config.compress_ratios[static_cast<size_t>(layer)];
     max_ratio = std::max(max_ratio, ratio);
-    slack_per_seq += entries_per_page * entry_floats * kFloat;
-    per_token += static_cast<double>(entry_floats * kFloat) / ratio;
-    rounding += entries_per_page * entry_floats * kFloat;
+    slack_per_seq += entries_per_page * entry;
+    per_token += static_cast<double>(entry) / ratio;
+    rounding += entries_per_page * entry;
   }
-  plan.bytes_per_sequence = window * kFloat + slack_per_seq;
+  plan.bytes_per_sequence = window + slack_per_seq;
   plan.bytes_per_token = per_token;
   plan.num_snapshots = num_snapshots;
-  plan.snapshot_bytes = static_cast<int64_t>(num_snapshots) * window * kFloat;
+  plan.snapshot_bytes = static_cast<int64_t>(num_snapshots) * window;
   const int64_t fixed =
       static_cast<int64_t>(max_num_seqs) * plan.bytes_per_sequence + rounding + plan.snapshot_bytes;
   const int64_t min_tokens = static_cast<int64_t>(max_num_seqs) * entries_per_page * max_ratio;

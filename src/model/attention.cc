@@ -3,6 +3,7 @@
 // sink softmax; inverse RoPE on the output; grouped low-rank output projection.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "model/model.h"
 #include "tensor/numeric.h"
@@ -49,25 +50,38 @@ void Model::project_qkv(int layer,
   ops_->fake_quant_fp8(kv_v, 32);
 }
 
+Buffer Model::store_fresh(ConstRowsView kv) const {
+  Buffer fresh(*ops_, kv.rows, backend::kv_row_stride(backend::KvFormat::kFp8, kv.cols) / 4);
+  ops_->write_kv(kv, backend::KvFormat::kFp8, nullptr, reinterpret_cast<uint8_t*>(fresh.data()));
+  return fresh;
+}
+
 Buffer Model::attend(int layer,
+                     const ForwardContext& ctx,
                      const Buffer& q,
-                     const std::vector<const float*>& keys,
-                     int64_t n_keys) const {
+                     const KeyLists& keys,
+                     const Buffer& fresh) const {
   const ModelConfig& c = config_;
   const int64_t H = c.n_heads, D = c.head_dim;
   const int64_t T = q.rows();
   Buffer o(*ops_, T, H * D);
-  backend::SparseAttentionArgs args;
+  backend::KvAttentionArgs args;
   args.q = q.data();
   args.num_queries = T;
   args.num_heads = static_cast<int>(H);
   args.head_dim = static_cast<int>(D);
-  args.keys = keys.data();
-  args.num_keys = n_keys;
+  args.window_pool = ctx.pool->window_pool();
+  args.window_pool_rows = ctx.pool->window_pool_rows();
+  args.fresh = reinterpret_cast<const uint8_t*>(fresh.data());
+  args.window_index = keys.window.data();
+  args.num_window = keys.num_window;
+  if (keys.stream >= 0) args.compressed_pool = ctx.pool->compressed_kv_pool(keys.stream);
+  args.compressed_index = keys.compressed.data();
+  args.num_compressed = keys.num_compressed;
   args.sink = weights_.layers[static_cast<size_t>(layer)].attn.attn_sink.data();
   args.softmax_scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
   args.out = o.data();
-  ops_->sparse_attention(args);
+  ops_->kv_attention(args);
   return o;
 }
 
@@ -96,48 +110,57 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
     selection = &ctx.selections.at(c.index_source_of(layer));
   }
 
-  // Key lists: `win` window slots aligned to positions t-win+1 .. t (empty slots null), then the
-  // selected compressed entries in ascending order, then null padding. The layout depends only on
-  // the query's own position and selection, never on the batch.
+  // Key lists: `win` window slots aligned to positions t-win+1 .. t (empty slots -1), then the
+  // selected compressed entries in ascending order, then -1 padding. The layout depends only on
+  // the query's own position and selection, never on the batch. Positions of the query's own
+  // chunk are read from this call's rows (`fresh`), older ones from the ring.
   int64_t max_sel = 0;
   if (selection) {
     for (const auto& s : *selection)
       max_sel = std::max<int64_t>(max_sel, static_cast<int64_t>(s.size()));
   }
-  const int64_t n_keys = win + max_sel;
-  std::vector<const float*> keys(static_cast<size_t>(T * n_keys), nullptr);
+  const Buffer fresh = store_fresh(kv_v);
+  const int64_t pool_rows = ctx.pool->window_pool_rows();
+  KeyLists keys;
+  keys.num_window = static_cast<int>(win);
+  keys.num_compressed = static_cast<int>(max_sel);
+  keys.stream = stream;
+  keys.window.assign(static_cast<size_t>(T * win), -1);
+  keys.compressed.assign(static_cast<size_t>(T * max_sel), -1);
   for (int64_t r = 0; r < T; ++r) {
     const int chunk = ctx.row_chunk[static_cast<size_t>(r)];
     SequenceState& seq = *ctx.chunks[static_cast<size_t>(chunk)].seq;
     const int64_t chunk_start = ctx.chunk_first_position[static_cast<size_t>(chunk)],
                   row0 = ctx.chunk_row_begin[static_cast<size_t>(chunk)];
     const int64_t pos = ctx.positions[static_cast<size_t>(r)];
-    const float** kr = keys.data() + r * n_keys;
+    int32_t* kr = keys.window.data() + r * win;
     const int64_t valid_from = layer >= late ? seq.late_valid_from : 0;
     for (int64_t i = 0; i < win; ++i) {
       const int64_t kp = pos - win + 1 + i;
       if (kp < 0 || kp < valid_from) continue;
-      kr[i] = kp >= chunk_start ? kv_v.row(row0 + kp - chunk_start)
-                                : ctx.pool->window_row(seq, layer, kp);
+      kr[i] = kp >= chunk_start ? static_cast<int32_t>(pool_rows + row0 + kp - chunk_start)
+                                : ctx.pool->window_row_index(seq, layer, kp);
     }
     if (selection) {
       const auto& sel = (*selection)[static_cast<size_t>(r)];
-      for (size_t j = 0; j < sel.size(); ++j) {
-        kr[win + static_cast<int64_t>(j)] = ctx.pool->compressed_kv_row(seq, stream, sel[j]);
-      }
+      int32_t* kc = keys.compressed.data() + r * max_sel;
+      for (size_t j = 0; j < sel.size(); ++j)
+        kc[j] = ctx.pool->compressed_kv_row_index(seq, stream, sel[j]);
     }
   }
-  Buffer o = attend(layer, q, keys, n_keys);
+  Buffer o = attend(layer, ctx, q, keys, fresh);
 
   // The newest `win` positions of each chunk enter the ring after everyone has read the old ones.
+  std::vector<int32_t> ring(static_cast<size_t>(T), -1);
   for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
-    SequenceState& seq = *ctx.chunks[ch].seq;
+    const SequenceState& seq = *ctx.chunks[ch].seq;
     const int64_t n = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
     for (int64_t i = std::max<int64_t>(0, n - win); i < n; ++i) {
-      ops_->copy(kv_v.row(ctx.chunk_row_begin[ch] + i),
-                 ctx.pool->window_row(seq, layer, ctx.chunk_first_position[ch] + i), D);
+      ring[static_cast<size_t>(ctx.chunk_row_begin[ch] + i)] =
+          ctx.pool->window_row_index(seq, layer, ctx.chunk_first_position[ch] + i);
     }
   }
+  ops_->write_kv(kv_v, backend::KvFormat::kFp8, ring.data(), ctx.pool->window_pool());
 
   RowsView o_v = o.view();
   ops_->rope(o_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),

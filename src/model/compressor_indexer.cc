@@ -80,15 +80,17 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
   ops_->fake_quant_fp4(k_v, backend::Fp4ScaleKind::kUe8m0Block32);
 
   ops_->rope(lat, 1, static_cast<int>(D), static_cast<int>(D - rd), rope_pos.data(), rope, false);
-  ops_->fake_quant_fp4(lat, backend::Fp4ScaleKind::kE4m3Block16);
 
+  // The compressed KV is stored in FP4: writing it is its fake quantization (kE4m3Block16).
+  std::vector<int32_t> slots(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     auto [ch, entry] = owner[static_cast<size_t>(i)];
     SequenceState& seq = *ctx.chunks[static_cast<size_t>(ch)].seq;
-    ops_->copy(lat.row(i), ctx.pool->compressed_kv_row(seq, stream, entry), D);
+    slots[static_cast<size_t>(i)] = ctx.pool->compressed_kv_row_index(seq, stream, entry);
     ops_->copy(k_v.row(i), ctx.pool->index_key_row(seq, stream, entry), Di);
     seq.streams[static_cast<size_t>(stream)].num_entries = entry + 1;
   }
+  ops_->write_kv(lat, backend::KvFormat::kFp4, slots.data(), ctx.pool->compressed_kv_pool(stream));
 }
 
 namespace {

@@ -26,14 +26,16 @@ void Model::seed_dspark(ForwardContext& ctx) const {
     ops_->rope(kv_v, 1, static_cast<int>(D), static_cast<int>(D - c.rope_head_dim),
                ctx.positions.data(), rope_[static_cast<size_t>(layer)], false);
     ops_->fake_quant_fp8(kv_v, 32);
+    std::vector<int32_t> ring(static_cast<size_t>(T), -1);
     for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
-      SequenceState& seq = *ctx.chunks[ch].seq;
+      const SequenceState& seq = *ctx.chunks[ch].seq;
       const int64_t n = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
       for (int64_t i = std::max<int64_t>(0, n - win); i < n; ++i) {
-        ops_->copy(kv_v.row(ctx.chunk_row_begin[ch] + i),
-                   ctx.pool->window_row(seq, layer, ctx.chunk_first_position[ch] + i), D);
+        ring[static_cast<size_t>(ctx.chunk_row_begin[ch] + i)] =
+            ctx.pool->window_row_index(seq, layer, ctx.chunk_first_position[ch] + i);
       }
     }
+    ops_->write_kv(kv_v, backend::KvFormat::kFp8, ring.data(), ctx.pool->window_pool());
   }
 }
 
@@ -47,16 +49,21 @@ void Model::dspark_attention(int layer, ForwardContext& ctx, ConstRowsView u, Ro
   project_qkv(layer, ctx, u, qr, q, kv);
   RowsView kv_v = kv.view();
 
-  // Ring slots 0 .. min(window, filled) - 1 in slot order, then the whole block.
+  // Ring slots 0 .. min(window, filled) - 1 in slot order, then the whole block (fresh rows).
   const int64_t ring = std::min<int64_t>(c.window_size, seq.num_tokens);
   const int64_t n_keys = ring + T;
-  std::vector<const float*> keys(static_cast<size_t>(T * n_keys));
+  const Buffer fresh = store_fresh(kv_v);
+  const int64_t pool_rows = ctx.pool->window_pool_rows();
+  KeyLists keys;
+  keys.num_window = static_cast<int>(n_keys);
+  keys.window.resize(static_cast<size_t>(T * n_keys));
   for (int64_t r = 0; r < T; ++r) {
     for (int64_t s = 0; s < ring; ++s)
-      keys[static_cast<size_t>(r * n_keys + s)] = ctx.pool->window_row(seq, layer, s);
-    for (int64_t b = 0; b < T; ++b) keys[static_cast<size_t>(r * n_keys + ring + b)] = kv_v.row(b);
+      keys.window[static_cast<size_t>(r * n_keys + s)] = ctx.pool->window_row_index(seq, layer, s);
+    for (int64_t b = 0; b < T; ++b)
+      keys.window[static_cast<size_t>(r * n_keys + ring + b)] = static_cast<int32_t>(pool_rows + b);
   }
-  Buffer o = attend(layer, q, keys, n_keys);
+  Buffer o = attend(layer, ctx, q, keys, fresh);
   RowsView o_v = o.view();
   ops_->rope(o_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
              ctx.positions.data(), rope, true);

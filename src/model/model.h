@@ -105,11 +105,22 @@ class Model {
                    Buffer& qr,
                    Buffer& q,
                    Buffer& kv) const;
-  // Sink softmax attention of q over per-query key lists ([T, n_keys]); returns [T, H * D].
+  // Per-query key lists as rows of the state pool (backend::KvAttentionArgs): window slots
+  // ([T, num_window] FP8 rows; indices from window_pool_rows on are this call's fresh rows),
+  // then compressed entries ([T, num_compressed] FP4 rows of `stream`); -1 marks an empty slot.
+  struct KeyLists {
+    std::vector<int32_t> window, compressed;
+    int num_window = 0, num_compressed = 0;
+    int stream = -1;
+  };
+  // kv [T, D] (FP8 fake-quantized) stored as FP8 rows 0..T-1 of a fresh buffer.
+  Buffer store_fresh(ConstRowsView kv) const;
+  // Sink softmax attention of q over the key lists; returns [T, H * D].
   Buffer attend(int layer,
+                const ForwardContext& ctx,
                 const Buffer& q,
-                const std::vector<const float*>& keys,
-                int64_t n_keys) const;
+                const KeyLists& keys,
+                const Buffer& fresh) const;
   void moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView out) const;
   void seed_dspark(ForwardContext& ctx) const;
   void record_dspark_input(int layer, ForwardContext& ctx, ConstRowsView x) const;

@@ -5,18 +5,25 @@
 #include <numeric>
 #include <string>
 
+#include "backend/kv_format.h"
+#include "kernels/ref/kv_codec.h"
 #include "util/check.h"
 
 namespace di::model {
 
+namespace {
+using backend::KvFormat;
+constexpr int64_t kFloat = 4;
+}  // namespace
+
 PagedRowPool::PagedRowPool(const backend::Memory& memory,
                            int64_t num_pages,
                            int rows_per_page,
-                           int width)
+                           int row_bytes)
     : num_pages_(num_pages),
       rows_per_page_(rows_per_page),
-      width_(width),
-      data_(memory, num_pages * rows_per_page, width),
+      row_bytes_(row_bytes),
+      data_(memory, num_pages * rows_per_page, row_bytes / 4),
       refs_(static_cast<size_t>(num_pages), 0) {
   if (data_.data()) memory.fill(data_.data(), 0.0f, data_.size());
   free_.reserve(static_cast<size_t>(num_pages));
@@ -43,15 +50,16 @@ Expected<StatePool> StatePool::create(const ModelConfig& config,
     return invalid_argument(
         "state pool: max_sequences, max_tokens and entries_per_page must be > 0");
   }
+  if (config.head_dim <= 0 || config.head_dim % 32 != 0) {
+    return invalid_argument("state pool: the FP8/FP4 KV rows need head_dim % 32 == 0");
+  }
   StatePool pool;
   pool.config_ = config;
   pool.options_ = options;
   pool.memory_ = &memory;
   pool.num_ring_layers_ = config.num_total_layers();
-  pool.windows_ = backend::Buffer(
-      memory,
-      static_cast<int64_t>(options.max_sequences) * pool.num_ring_layers_ * config.window_size,
-      config.head_dim);
+  pool.windows_ =
+      backend::Buffer(memory, options.max_sequences, window_bytes_per_sequence(config) / kFloat);
   if (!pool.windows_.data()) return resource_exhausted("state pool: out of backend memory");
   memory.fill(pool.windows_.data(), 0.0f, pool.windows_.size());
   for (int s : config.kv_source_layers) {
@@ -60,8 +68,11 @@ Expected<StatePool> StatePool::create(const ModelConfig& config,
     const int64_t entries = options.max_tokens / ratio;
     const int64_t pages =
         (entries + options.entries_per_page - 1) / options.entries_per_page + options.max_sequences;
-    pool.compressed_kv_.emplace_back(memory, pages, options.entries_per_page, config.head_dim);
-    pool.index_keys_.emplace_back(memory, pages, options.entries_per_page, config.index_head_dim);
+    pool.compressed_kv_.emplace_back(
+        memory, pages, options.entries_per_page,
+        static_cast<int>(backend::kv_row_stride(KvFormat::kFp4, config.head_dim)));
+    pool.index_keys_.emplace_back(memory, pages, options.entries_per_page,
+                                  static_cast<int>(config.index_head_dim * kFloat));
     if (!pool.compressed_kv_.back().has_memory() || !pool.index_keys_.back().has_memory()) {
       return resource_exhausted("state pool: out of backend memory");
     }
@@ -127,21 +138,60 @@ Status StatePool::reserve(SequenceState& seq, int64_t new_tokens) {
   return Status();
 }
 
-float* StatePool::window_row(const SequenceState& seq, int layer, int64_t position) {
-  const int64_t w = config_.window_size;
-  const int64_t idx =
-      ((static_cast<int64_t>(seq.slot) * num_ring_layers_ + layer) * w + position % w);
-  return windows_.data() + idx * config_.head_dim;
+int64_t StatePool::window_pool_rows() const {
+  return static_cast<int64_t>(options_.max_sequences) * num_ring_layers_ * config_.window_size;
 }
 
-float* StatePool::compressed_kv_row(SequenceState& seq, int stream, int64_t entry) {
+int32_t StatePool::window_row_index(const SequenceState& seq, int layer, int64_t position) const {
+  const int64_t w = config_.window_size;
+  return static_cast<int32_t>((static_cast<int64_t>(seq.slot) * num_ring_layers_ + layer) * w +
+                              position % w);
+}
+
+int32_t StatePool::compressed_kv_row_index(const SequenceState& seq,
+                                           int stream,
+                                           int64_t entry) const {
   const int64_t per = options_.entries_per_page;
-  return compressed_kv_[stream].row(seq.streams[stream].pages[entry / per], entry % per);
+  return compressed_kv_[stream].row_index(seq.streams[stream].pages[entry / per], entry % per);
 }
 
 float* StatePool::index_key_row(SequenceState& seq, int stream, int64_t entry) {
   const int64_t per = options_.entries_per_page;
-  return index_keys_[stream].row(seq.streams[stream].pages[entry / per], entry % per);
+  return reinterpret_cast<float*>(
+      index_keys_[stream].row(seq.streams[stream].pages[entry / per], entry % per));
+}
+
+namespace {
+// Downloads one stored row (stride bytes, a multiple of 4) and decodes it.
+void download_row(const backend::Memory& memory,
+                  const uint8_t* row,
+                  int64_t stride,
+                  int64_t dim,
+                  KvFormat format,
+                  float* out) {
+  std::vector<float> words(static_cast<size_t>(stride / kFloat));
+  memory.download(reinterpret_cast<const float*>(row), words.data(), stride / kFloat);
+  kernels::decode_kv_row(reinterpret_cast<const uint8_t*>(words.data()), dim, format, out);
+}
+}  // namespace
+
+void StatePool::download_window_row(const SequenceState& seq,
+                                    int layer,
+                                    int64_t position,
+                                    float* out) const {
+  const int64_t stride = backend::kv_row_stride(KvFormat::kFp8, config_.head_dim);
+  download_row(*memory_, window_pool() + window_row_index(seq, layer, position) * stride, stride,
+               config_.head_dim, KvFormat::kFp8, out);
+}
+
+void StatePool::download_compressed_kv(const SequenceState& seq,
+                                       int stream,
+                                       int64_t entry,
+                                       float* out) const {
+  const int64_t stride = backend::kv_row_stride(KvFormat::kFp4, config_.head_dim);
+  download_row(*memory_,
+               compressed_kv_pool(stream) + compressed_kv_row_index(seq, stream, entry) * stride,
+               stride, config_.head_dim, KvFormat::kFp4, out);
 }
 
 void StatePool::release_page(int stream, int32_t page) {
@@ -191,10 +241,6 @@ Status StatePool::adopt_prefix(SequenceState& seq,
   return Status();
 }
 
-int64_t StatePool::window_floats() const {
-  return static_cast<int64_t>(num_ring_layers_) * config_.window_size * config_.head_dim;
-}
-
 void StatePool::save_windows(const SequenceState& seq, float* dst) const {
   memory_->download(windows_.data() + seq.slot * window_floats(), dst, window_floats());
 }
@@ -210,12 +256,19 @@ int StatePool::stream_of_layer(int kv_source_layer) const {
   return -1;
 }
 
+int64_t StatePool::window_bytes_per_sequence(const ModelConfig& config) {
+  return static_cast<int64_t>(config.num_total_layers()) * config.window_size *
+         backend::kv_row_stride(KvFormat::kFp8, config.head_dim);
+}
+
+int64_t StatePool::entry_bytes(const ModelConfig& config) {
+  return backend::kv_row_stride(KvFormat::kFp4, config.head_dim) + config.index_head_dim * kFloat;
+}
+
 int64_t StatePool::bytes() const {
-  int64_t total = windows_.size() * 4;
-  for (size_t i = 0; i < compressed_kv_.size(); ++i) {
-    total += compressed_kv_[i].num_pages() * compressed_kv_[i].rows_per_page() *
-             (config_.head_dim + config_.index_head_dim) * 4;
-  }
+  int64_t total = windows_.size() * kFloat;
+  for (const PagedRowPool& p : compressed_kv_)
+    total += p.num_pages() * p.rows_per_page() * entry_bytes(config_);
   return total;
 }
 

@@ -1,7 +1,9 @@
 // Per-sequence V4.1 state in fixed-layout pools sized once at start-up (spec §1.2-1.3): a window
 // ring of `window_size` K=V rows per layer and sequence slot, and, per KV source layer, paged
-// compressed-KV rows and index-key rows addressed by (page, offset). Nothing grows by
-// concatenation; a sequence holds page tables and small carry state (the compressor's partial
+// compressed-KV rows and index-key rows addressed by (page, offset). Window rows are stored in
+// FP8 and compressed-KV rows in FP4 (backend/kv_format.h: exactly the fake-quantized values the
+// reference keeps), written and read only by backend ops; index keys are fp32 rows. Nothing grows
+// by concatenation; a sequence holds page tables and small carry state (the compressor's partial
 // group, Engram look-back tokens). The engine's scheduler and prefix cache build on this layout.
 #pragma once
 
@@ -16,22 +18,28 @@
 
 namespace di::model {
 
-// Rows of `width` floats in pages of `rows_per_page`, with a free list. Pages are reference
-// counted so that the prefix cache and several sequences can share a cached prefix's pages: a
-// page returns to the free list when its last holder releases it.
+// Rows of `row_bytes` bytes (a multiple of 4) in pages of `rows_per_page`, with a free list.
+// Pages are reference counted so that the prefix cache and several sequences can share a cached
+// prefix's pages: a page returns to the free list when its last holder releases it.
 class PagedRowPool {
  public:
   PagedRowPool() = default;
   // Rows live in `memory` (the backend's), zero-filled.
-  PagedRowPool(const backend::Memory& memory, int64_t num_pages, int rows_per_page, int width);
+  PagedRowPool(const backend::Memory& memory, int64_t num_pages, int rows_per_page, int row_bytes);
   std::optional<int32_t> allocate_page();  // reference count 1
   void retain_page(int32_t page) { ++refs_[static_cast<size_t>(page)]; }
   void release_page(int32_t page);
   int32_t page_refs(int32_t page) const { return refs_[static_cast<size_t>(page)]; }
-  float* row(int32_t page, int64_t offset) {
-    return data_.data() + (static_cast<int64_t>(page) * rows_per_page_ + offset) * width_;
+  // The row's index in data() (rows of row_bytes).
+  int32_t row_index(int32_t page, int64_t offset) const {
+    return static_cast<int32_t>(static_cast<int64_t>(page) * rows_per_page_ + offset);
+  }
+  uint8_t* data() const { return reinterpret_cast<uint8_t*>(data_.data()); }
+  uint8_t* row(int32_t page, int64_t offset) const {
+    return data() + static_cast<int64_t>(row_index(page, offset)) * row_bytes_;
   }
   int rows_per_page() const { return rows_per_page_; }
+  int row_bytes() const { return row_bytes_; }
   bool has_memory() const { return data_.data() != nullptr; }
   int64_t num_free_pages() const { return static_cast<int64_t>(free_.size()); }
   int64_t num_pages() const { return num_pages_; }
@@ -39,8 +47,8 @@ class PagedRowPool {
  private:
   int64_t num_pages_ = 0;
   int rows_per_page_ = 0;
-  int width_ = 0;
-  backend::Buffer data_;
+  int row_bytes_ = 0;
+  backend::Buffer data_;  // [num_pages * rows_per_page, row_bytes / 4] floats holding bytes
   std::vector<int32_t> free_;
   std::vector<int32_t> refs_;
 };
@@ -105,17 +113,33 @@ class StatePool {
   Status adopt_prefix(SequenceState& seq,
                       const std::vector<std::vector<int32_t>>& pages,
                       int64_t num_tokens);
-  // The window rings of one sequence slot (all layers) as one block of window_floats() floats,
-  // copied to and from host memory.
-  int64_t window_floats() const;
+  // The window rings of one sequence slot (all layers, FP8 rows) as one block of window_floats()
+  // 4-byte words, copied to and from host memory (prefix-cache snapshots).
+  int64_t window_floats() const { return window_bytes_per_sequence(config_) / 4; }
   void save_windows(const SequenceState& seq, float* dst) const;
   void load_windows(const SequenceState& seq, const float* src);
   int num_streams() const { return static_cast<int>(compressed_kv_.size()); }
 
-  float* window_row(const SequenceState& seq, int layer, int64_t position);
-  float* compressed_kv_row(SequenceState& seq, int stream, int64_t entry);
+  // Window rows: FP8 at kv_row_stride(kFp8, head_dim), every slot's and layer's ring in one pool.
+  uint8_t* window_pool() const { return reinterpret_cast<uint8_t*>(windows_.data()); }
+  int64_t window_pool_rows() const;
+  int32_t window_row_index(const SequenceState& seq, int layer, int64_t position) const;
+  // A stream's compressed-KV rows: FP4 at kv_row_stride(kFp4, head_dim).
+  uint8_t* compressed_kv_pool(int stream) const { return compressed_kv_[stream].data(); }
+  int32_t compressed_kv_row_index(const SequenceState& seq, int stream, int64_t entry) const;
   float* index_key_row(SequenceState& seq, int stream, int64_t entry);
   int stream_of_layer(int kv_source_layer) const;
+  // Host copies of stored rows decoded to the values they hold (checks and tests; waits).
+  void download_window_row(const SequenceState& seq, int layer, int64_t position, float* out) const;
+  void download_compressed_kv(const SequenceState& seq,
+                              int stream,
+                              int64_t entry,
+                              float* out) const;
+
+  // Bytes of one sequence slot's window rings, and of one compressed entry (its compressed-KV
+  // row and its index-key row): what memory planning needs before a pool exists.
+  static int64_t window_bytes_per_sequence(const ModelConfig& config);
+  static int64_t entry_bytes(const ModelConfig& config);
 
   int64_t bytes() const;
   int max_sequences() const { return options_.max_sequences; }
@@ -125,9 +149,9 @@ class StatePool {
   StatePoolOptions options_;
   const backend::Memory* memory_ = nullptr;
   int num_ring_layers_ = 0;
-  backend::Buffer windows_;  // [max_sequences, num_ring_layers, window_size, head_dim]
-  std::vector<PagedRowPool> compressed_kv_;  // per stream: rows of head_dim
-  std::vector<PagedRowPool> index_keys_;     // per stream: rows of index_head_dim
+  backend::Buffer windows_;  // [max_sequences, num_ring_layers, window_size] FP8 rows
+  std::vector<PagedRowPool> compressed_kv_;  // per stream: FP4 rows of head_dim
+  std::vector<PagedRowPool> index_keys_;     // per stream: fp32 rows of index_head_dim
   std::vector<int32_t> free_slots_;
 };
 

@@ -6,6 +6,7 @@
 #include "kernels/ref/elementwise.h"
 #include "kernels/ref/gemm.h"
 #include "kernels/ref/hyper_connection.h"
+#include "kernels/ref/kv_codec.h"
 #include "kernels/ref/quant.h"
 #include "tensor/numeric.h"
 
@@ -78,6 +79,50 @@ void CpuOps::sparse_attention(const SparseAttentionArgs& a) const {
       kernels::sparse_attention_query(a.q + t * q_stride, a.num_heads, a.head_dim,
                                       a.keys + t * a.num_keys, a.num_keys, a.sink, a.softmax_scale,
                                       a.out + t * q_stride);
+    }
+  });
+}
+
+void CpuOps::write_kv(ConstRowsView rows,
+                      KvFormat format,
+                      const int32_t* slots,
+                      uint8_t* pool) const {
+  const int64_t stride = kv_row_stride(format, rows.cols);
+  pool_.parallel_for(rows.rows, 16, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t slot = slots ? slots[r] : r;
+      if (slot >= 0) kernels::encode_kv_row(rows.row(r), rows.cols, format, pool + slot * stride);
+    }
+  });
+}
+
+void CpuOps::kv_attention(const KvAttentionArgs& a) const {
+  const int64_t q_stride = static_cast<int64_t>(a.num_heads) * a.head_dim, D = a.head_dim;
+  const int64_t s8 = kv_row_stride(KvFormat::kFp8, D), s4 = kv_row_stride(KvFormat::kFp4, D);
+  const int64_t n_keys = static_cast<int64_t>(a.num_window) + a.num_compressed;
+  pool_.parallel_for(a.num_queries, 1, [&](int64_t b, int64_t e) {
+    // The query's keys decoded to fp32 (exactly the fake-quantized values), then the same
+    // routine as sparse_attention: bitwise its result over fp32 rows.
+    std::vector<float> rows(static_cast<size_t>(n_keys * D));
+    std::vector<const float*> keys(static_cast<size_t>(n_keys));
+    for (int64_t t = b; t < e; ++t) {
+      for (int64_t j = 0; j < n_keys; ++j) {
+        const bool window = j < a.num_window;
+        const int32_t i = window ? a.window_index[t * a.num_window + j]
+                                 : a.compressed_index[t * a.num_compressed + j - a.num_window];
+        float* dst = rows.data() + j * D;
+        keys[static_cast<size_t>(j)] = i < 0 ? nullptr : dst;
+        if (i < 0) continue;
+        if (!window) {
+          kernels::decode_kv_row(a.compressed_pool + i * s4, D, KvFormat::kFp4, dst);
+        } else if (i < a.window_pool_rows) {
+          kernels::decode_kv_row(a.window_pool + i * s8, D, KvFormat::kFp8, dst);
+        } else {
+          kernels::decode_kv_row(a.fresh + (i - a.window_pool_rows) * s8, D, KvFormat::kFp8, dst);
+        }
+      }
+      kernels::sparse_attention_query(a.q + t * q_stride, a.num_heads, a.head_dim, keys.data(),
+                                      n_keys, a.sink, a.softmax_scale, a.out + t * q_stride);
     }
   });
 }

@@ -25,6 +25,11 @@ class CpuOps final : public Ops {
             const RopeTable& table,
             bool inverse) const override;
   void sparse_attention(const SparseAttentionArgs& args) const override;
+  void write_kv(ConstRowsView rows,
+                KvFormat format,
+                const int32_t* slots,
+                uint8_t* pool) const override;
+  void kv_attention(const KvAttentionArgs& args) const override;
   void index_scores(const IndexScoreArgs& args) const override;
   void hc_mixes(ConstRowsView x,
                 const float* fn,

@@ -75,6 +75,12 @@ class CudaOps final : public Ops {
             const RopeTable& table,
             bool inverse) const override;
   void sparse_attention(const SparseAttentionArgs& args) const override;
+  void write_kv(ConstRowsView rows,
+                KvFormat format,
+                const int32_t* slots,
+                uint8_t* pool) const override;
+  // Tensor cores at 64 heads x 512 (within tolerance of the CPU), else bitwise (cuda_ops_kv.cc).
+  void kv_attention(const KvAttentionArgs& args) const override;
   void index_scores(const IndexScoreArgs& args) const override;
   void hc_mixes(ConstRowsView x,
                 const float* fn,

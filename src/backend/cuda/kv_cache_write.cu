@@ -1,10 +1,9 @@
 // Writers of the KV cache's stored formats (sparse_attention_fp8.h): the reference's fake
 // quantization (kernels/ref/quant.cc) split into its codes and scales, so that decoding a written
 // row reproduces fake_quant_row_fp8 / fake_quant_row_fp4 (e4m3 block-16 scales) bit for bit.
-#include <cuda_fp8.h>
-
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/kv_cache_decode.cuh"
+#include "backend/cuda/kv_cache_encode.cuh"
 #include "backend/cuda/sparse_attention_fp8.h"
 
 namespace di::backend::cuda {
@@ -15,24 +14,6 @@ constexpr int kRowsPerBlock = 8;  // one warp per row
 
 __device__ __forceinline__ float bf16_bits_to_float(uint16_t h) {
   return __uint_as_float(static_cast<uint32_t>(h) << 16);
-}
-
-// The e4m3 byte of an e4m3 value (exact: no rounding happens).
-__device__ __forceinline__ uint32_t e4m3_code(float exact) {
-  return static_cast<uint32_t>(__nv_cvt_float_to_fp8(exact, __NV_SATFINITE, __NV_E4M3));
-}
-
-// tensor/numeric.h float_to_e2m1: nearest code, ties to the even code.
-__device__ __forceinline__ uint32_t e2m1_code(float f) {
-  const float kMid[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
-  const bool kTieUp[7] = {false, true, false, true, false, true, false};
-  const float a = fabsf(f);
-  uint32_t code = 0;
-#pragma unroll
-  for (int i = 0; i < 7; ++i) {
-    if (a > kMid[i] || (a == kMid[i] && kTieUp[i])) code = static_cast<uint32_t>(i + 1);
-  }
-  return code | (signbit(f) ? 8u : 0u);
 }
 
 // Lane l quantizes dims [16 l, 16 l + 16); lanes 2b and 2b+1 share the 32-block b.

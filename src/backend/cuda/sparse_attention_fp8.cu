@@ -50,8 +50,7 @@ __device__ __forceinline__ void load_block(uint8_t* raw,
                                            int b,
                                            int num_win,
                                            int num_keys,
-                                           const uint8_t* kv,
-                                           const uint8_t* extra_kv) {
+                                           const SparseAttentionFp8Args& a) {
   // Warp w copies keys w, w + 8, ...: one row per warp step, lane = 16-byte chunk (a FP8 row has
   // 33 chunks, a FP4 row 18), so each row is one contiguous warp-wide read.
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -63,11 +62,15 @@ __device__ __forceinline__ void load_block(uint8_t* raw,
     if (row < 0) continue;
     uint8_t* dst = raw + k * kKvFp8RowBytes + lane * 16;
     if (j < num_win) {
-      const uint8_t* src = kv + static_cast<int64_t>(row) * kKvFp8RowBytes + lane * 16;
+      const uint8_t* src =
+          (row < a.fresh_from
+               ? a.kv + static_cast<int64_t>(row) * kKvFp8RowBytes
+               : a.fresh_kv + static_cast<int64_t>(row - a.fresh_from) * kKvFp8RowBytes) +
+          lane * 16;
       cp_async16(dst, src, 16);
       if (lane == 0) cp_async16(dst + 512, src + 512, 16);
     } else if (lane < kKvFp4RowBytes / 16) {
-      cp_async16(dst, extra_kv + static_cast<int64_t>(row) * kKvFp4RowBytes + lane * 16, 16);
+      cp_async16(dst, a.extra_kv + static_cast<int64_t>(row) * kKvFp4RowBytes + lane * 16, 16);
     }
   }
 }
@@ -146,10 +149,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     cp_async16(qs + swz(u / 64, u % 64, 64), qg + u * 16, 16);
   }
   const bool do_load = !(a.ablate & 1), do_decode = !(a.ablate & 2), do_mma = !(a.ablate & 4);
-  if (do_load) load_block(raw, idx, 0, num_win, num_keys, a.kv, a.extra_kv);
+  if (do_load) load_block(raw, idx, 0, num_win, num_keys, a);
   cp_async_commit();
-  if (do_load && num_blocks > 1)
-    load_block(raw + kRawBytes, idx, 1, num_win, num_keys, a.kv, a.extra_kv);
+  if (do_load && num_blocks > 1) load_block(raw + kRawBytes, idx, 1, num_win, num_keys, a);
   cp_async_commit();
 
   // This lane's rows: g and g + 8 of the warp's row group.
@@ -172,7 +174,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (do_decode) decode_block(ks, raw + (b & 1) * kRawBytes, idx, b, num_win, num_keys);
     __syncthreads();
     if (do_load && b + 2 < num_blocks) {
-      load_block(raw + (b & 1) * kRawBytes, idx, b + 2, num_win, num_keys, a.kv, a.extra_kv);
+      load_block(raw + (b & 1) * kRawBytes, idx, b + 2, num_win, num_keys, a);
     }
     cp_async_commit();
 
@@ -345,7 +347,7 @@ cudaError_t sparse_attention_fp8(const SparseAttentionFp8Args& a, cudaStream_t s
   const int64_t keys = static_cast<int64_t>(a.num_indices) + a.num_extra;
   if (a.num_queries < 0 || a.num_queries > 0x7fffffff || a.num_indices < 0 || a.num_extra < 0 ||
       keys > kAttnMaxKeys || !a.q || !a.sink || !a.out ||
-      (a.num_indices > 0 && (!a.kv || !a.indices)) ||
+      (a.num_indices > 0 && (!a.kv || !a.indices)) || (a.fresh_from < 0x7fffffff && !a.fresh_kv) ||
       (a.num_extra > 0 && (!a.extra_kv || !a.extra_indices))) {
     return cudaErrorInvalidValue;
   }

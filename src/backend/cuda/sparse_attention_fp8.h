@@ -27,6 +27,10 @@ struct SparseAttentionFp8Args {
   int64_t num_queries = 0;
   const uint8_t* kv = nullptr;       // [*, 528] FP8 pool (window / main KV)
   const int32_t* indices = nullptr;  // [num_queries, num_indices] rows of kv; -1 = empty slot
+  // Indices >= fresh_from read row (index - fresh_from) of fresh_kv [*, 528] instead: rows of
+  // this call that are not in the pool yet (the model's current chunk).
+  const uint8_t* fresh_kv = nullptr;
+  int32_t fresh_from = 0x7fffffff;
   int num_indices = 0;
   const uint8_t* extra_kv = nullptr;       // [*, 288] FP4 pool (compressed KV); may be null
   const int32_t* extra_indices = nullptr;  // [num_queries, num_extra]; -1 = empty slot

@@ -29,9 +29,9 @@ TEST(StatePool, SlotsAndPagesAreRecycled) {
   EXPECT_EQ(a.streams[0].pages.size(), 3u);  // layer 1, ratio 2: 20 entries in pages of 8
   EXPECT_EQ(a.streams[1].pages.size(), 5u);  // layer 4, ratio 1: 40 entries
   // Distinct rows for distinct entries, and window rows wrap around the ring.
-  EXPECT_NE(pool.compressed_kv_row(a, 1, 0), pool.compressed_kv_row(a, 1, 8));
-  EXPECT_EQ(pool.window_row(a, 3, 2), pool.window_row(a, 3, 2 + c.window_size));
-  EXPECT_NE(pool.window_row(a, 3, 2), pool.window_row(b, 3, 2));
+  EXPECT_NE(pool.compressed_kv_row_index(a, 1, 0), pool.compressed_kv_row_index(a, 1, 8));
+  EXPECT_EQ(pool.window_row_index(a, 3, 2), pool.window_row_index(a, 3, 2 + c.window_size));
+  EXPECT_NE(pool.window_row_index(a, 3, 2), pool.window_row_index(b, 3, 2));
   pool.release_sequence(a);
   auto again = pool.create_sequence();
   ASSERT_TRUE(again.has_value());
