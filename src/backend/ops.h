@@ -279,6 +279,8 @@ class Ops : public Memory {
   virtual void add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const = 0;
   // out = bf16(a + b) elementwise (fp32 add, then one rounding).
   virtual void add_round_bf16(ConstRowsView a, ConstRowsView b, RowsView out) const = 0;
+  // x = bf16(x * scale) elementwise, in place (fp32 product, one rounding).
+  virtual void scale_round_bf16(RowsView x, float scale) const = 0;
 
   // Softmax-gated pooling of `group` rows per channel (reference Compressor): out[d] =
   // sum_i kv[i, d] * softmax_i(score[:, d]), fp32.  kv, score and out are backend memory.

@@ -57,9 +57,8 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
       Buffer pooled(*ops_, groups, D);
       for (int64_t g = 0; g < groups; ++g)
         ops_->softmax_pool(kv_g.row(g * ratio), score_g.row(g * ratio), ratio, D, pooled.row(g));
-      std::vector<float> latent = pooled.to_host();
-      for (float& v : latent) v = round_bf16(v);
-      lat_buffer = backend::upload_rows(*ops_, latent, D);
+      ops_->scale_round_bf16(pooled.view(), 1.0f);  // the latent is bf16
+      lat_buffer = std::move(pooled);
     }
   }
   const int64_t n = static_cast<int64_t>(owner.size());
@@ -153,9 +152,7 @@ void Model::index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstR
   ops_->linear(u, a.idx_weights_proj, w_d.view(), true);
   const float head_scale = static_cast<float>(std::pow(static_cast<double>(Di), -0.5) *
                                               std::pow(static_cast<double>(Hi), -0.5));
-  std::vector<float> w = w_d.to_host();
-  for (float& x : w) x = round_bf16(x * head_scale);
-  w_d.from_host(w);
+  ops_->scale_round_bf16(w_d.view(), head_scale);
 
   const bool is_candidate_source = layer == c.candidate_source_layer;
   const bool uses_candidates = c.candidate_source_layer >= 0 && c.candidate_source_layer < layer;

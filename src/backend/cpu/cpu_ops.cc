@@ -231,4 +231,9 @@ void CpuOps::add_round_bf16(ConstRowsView a, ConstRowsView b, RowsView out) cons
   for (int64_t i = 0; i < n; ++i) out.data[i] = round_bf16(a.data[i] + b.data[i]);
 }
 
+void CpuOps::scale_round_bf16(RowsView x, float scale) const {
+  const int64_t n = x.rows * x.cols;
+  for (int64_t i = 0; i < n; ++i) x.data[i] = round_bf16(x.data[i] * scale);
+}
+
 }  // namespace di::backend

@@ -362,4 +362,12 @@ void CudaOps::add_round_bf16(ConstRowsView a, ConstRowsView b, RowsView out) con
   });
 }
 
+void CudaOps::scale_round_bf16(RowsView x, float scale) const {
+  Impl& m = *impl_;
+  m.run("scale_round_bf16", [&]() -> Status {
+    DI_CUDA_RETURN_IF_ERROR(cuda::scale_round_bf16(x.data, x.rows * x.cols, scale, m.stream));
+    return {};
+  });
+}
+
 }  // namespace di::backend

@@ -126,6 +126,7 @@ class CudaOps final : public Ops {
                  int32_t* experts_out,
                  float* weights_out) const override;
   void add_round_bf16(ConstRowsView a, ConstRowsView b, RowsView out) const override;
+  void scale_round_bf16(RowsView x, float scale) const override;
 
  private:
   struct Impl;

@@ -198,75 +198,6 @@ __global__ void hc_expand_kernel(const float* y,
 }
 
 // One block per (row, copy k); threads 0..7 run the chains of the three row reductions.
-__global__ void engram_gate_kernel(float* x,
-                                   const float* kv,
-                                   const float* qk_weight,
-                                   int hc,
-                                   int64_t dim,
-                                   float eps,
-                                   float inv_sqrt_dim) {
-  __shared__ float lanes[3][8];
-  __shared__ float gate;
-  const int64_t r = blockIdx.x / hc;
-  const int k = static_cast<int>(blockIdx.x % hc);
-  float* xk = x + (r * hc + k) * dim;
-  const float* row_kv = kv + r * (hc + 1) * dim;
-  const float* key = row_kv + k * dim;
-  const float* value = row_kv + hc * dim;
-  const float* wk = qk_weight + k * dim;
-  const int64_t full = dim / 8 * 8;
-  if (threadIdx.x < 8) {
-    float hx = 0, kk = 0, dot = 0;
-    auto add = [&](float xv, float kv_, float wv) {
-      hx = __fadd_rn(hx, __fmul_rn(xv, xv));
-      kk = __fadd_rn(kk, __fmul_rn(kv_, kv_));
-      dot = __fadd_rn(dot, __fmul_rn(__fmul_rn(xv, wv), kv_));
-    };
-    // Each lane's three chains are sequential: their loads go kAhead steps ahead.
-    constexpr int kAhead = 8;
-    int64_t d = threadIdx.x;
-    for (; d + 8 * (kAhead - 1) < full; d += 8 * kAhead) {
-      float xv[kAhead], kv_[kAhead], wv[kAhead];
-#pragma unroll
-      for (int i = 0; i < kAhead; ++i) {
-        xv[i] = xk[d + 8 * i];
-        kv_[i] = key[d + 8 * i];
-        wv[i] = wk[d + 8 * i];
-      }
-#pragma unroll
-      for (int i = 0; i < kAhead; ++i) add(xv[i], kv_[i], wv[i]);
-    }
-    for (; d < full; d += 8) add(xk[d], key[d], wk[d]);
-    lanes[0][threadIdx.x] = hx;
-    lanes[1][threadIdx.x] = kk;
-    lanes[2][threadIdx.x] = dot;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float s[3];
-    for (int q = 0; q < 3; ++q) {
-      const float* l = lanes[q];
-      s[q] = __fadd_rn(__fadd_rn(__fadd_rn(l[0], l[1]), __fadd_rn(l[2], l[3])),
-                       __fadd_rn(__fadd_rn(l[4], l[5]), __fadd_rn(l[6], l[7])));
-    }
-    for (int64_t d = full; d < dim; ++d) {
-      s[0] = __fadd_rn(s[0], __fmul_rn(xk[d], xk[d]));
-      s[1] = __fadd_rn(s[1], __fmul_rn(key[d], key[d]));
-      s[2] = __fadd_rn(s[2], __fmul_rn(__fmul_rn(xk[d], wk[d]), key[d]));
-    }
-    const float fd = static_cast<float>(dim);
-    const float rstd = __fmul_rn(__fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(s[0], fd), eps))),
-                                 __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(s[1], fd), eps))));
-    const float dot = __fmul_rn(__fmul_rn(s[2], rstd), inv_sqrt_dim);
-    const float mag = __fsqrt_rn(fmaxf(fabsf(dot), 1e-6f));
-    gate = __fdiv_rn(1.0f, __fadd_rn(1.0f, exp_f32(-copysignf(mag, dot))));
-  }
-  __syncthreads();
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
-    xk[i] = round_bf16(__fadd_rn(xk[i], __fmul_rn(gate, value[i])));
-  }
-}
-
 // Compressor pooling (kernels::softmax_pool_channels): one thread per channel, the group loop in
 // the CPU's order. exp is recomputed in the last loop (the same value) rather than kept in a
 // per-thread array, so any group size works without local memory.
@@ -386,21 +317,6 @@ cudaError_t hc_expand(const float* y,
   const int64_t n = rows * hc * dim;
   if (n == 0) return cudaSuccess;
   hc_expand_kernel<<<grid_for(n), kThreads, 0, s>>>(y, residual, coeff, rows, hc, dim, out);
-  return cudaGetLastError();
-}
-
-cudaError_t engram_gate(float* x,
-                        const float* kv,
-                        const float* qk_weight,
-                        int64_t rows,
-                        int hc,
-                        int64_t dim,
-                        float eps,
-                        float inv_sqrt_dim,
-                        cudaStream_t s) {
-  if (rows == 0) return cudaSuccess;
-  engram_gate_kernel<<<static_cast<unsigned>(rows * hc), kThreads, 0, s>>>(x, kv, qk_weight, hc,
-                                                                           dim, eps, inv_sqrt_dim);
   return cudaGetLastError();
 }
 

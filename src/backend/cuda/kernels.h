@@ -90,6 +90,8 @@ cudaError_t gather_pointed_rows(
 cudaError_t add_rows(
     const float* src, int64_t cols, const int64_t* rows, int64_t n, float* dst, cudaStream_t s);
 cudaError_t add_round_bf16(const float* a, const float* b, int64_t n, float* out, cudaStream_t s);
+// x = bf16(x * scale) in place (bitwise).
+cudaError_t scale_round_bf16(float* x, int64_t n, float scale, cudaStream_t s);
 
 // --- hc_mixes.cu (bitwise up to exp's last bit) ---
 // The mix product raw [rows, mix] = x . fn^T (fn [mix, hc_dim] f32, unrounded) and the sum of

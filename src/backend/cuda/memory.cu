@@ -47,6 +47,11 @@ __global__ void add_round_bf16_kernel(const float* a, const float* b, int64_t n,
   if (i < n) out[i] = round_bf16(__fadd_rn(a[i], b[i]));
 }
 
+__global__ void scale_round_bf16_kernel(float* x, int64_t n, float scale) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i < n) x[i] = round_bf16(__fmul_rn(x[i], scale));
+}
+
 dim3 grid_for(int64_t rows, int64_t cols) {
   const int64_t x = (cols + kThreads - 1) / kThreads;
   return dim3(static_cast<unsigned>(x < 8 ? x : 8), static_cast<unsigned>(rows));
@@ -65,6 +70,13 @@ cudaError_t add_round_bf16(const float* a, const float* b, int64_t n, float* out
   if (n == 0) return cudaSuccess;
   add_round_bf16_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(
       a, b, n, out);
+  return cudaGetLastError();
+}
+
+cudaError_t scale_round_bf16(float* x, int64_t n, float scale, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  scale_round_bf16_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(
+      x, n, scale);
   return cudaGetLastError();
 }
 

@@ -76,6 +76,9 @@ TEST(CpuOps, MoeCombineRowOps) {
   ops.add_round_bf16({acc.data(), rows, cols}, {shared.data(), rows, cols},
                      {out.data(), rows, cols});
   for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], round_bf16(acc[i] + shared[i]));
+  std::vector<float> scaled = acc;
+  ops.scale_round_bf16({scaled.data(), rows, cols}, 0.3f);
+  for (size_t i = 0; i < scaled.size(); ++i) EXPECT_EQ(scaled[i], round_bf16(acc[i] * 0.3f));
 }
 
 }  // namespace

@@ -53,6 +53,9 @@ TEST_F(CudaOpsTest, RowGatherAndCombineMatchCpuBitwise) {
   gpu_->add_round_bf16({ag.data(), rows, cols}, {shared.data(), rows, cols},
                        {og.data(), rows, cols});
   expect_bitwise(og, oc, "add_round_bf16");
+  cpu_.scale_round_bf16({oc.data(), rows, cols}, 0.0883883f);
+  gpu_->scale_round_bf16({og.data(), rows, cols}, 0.0883883f);
+  expect_bitwise(og, oc, "scale_round_bf16");
 }
 
 }  // namespace

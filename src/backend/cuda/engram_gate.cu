@@ -1,0 +1,131 @@
+// Engram gate (kernels::engram_gate_row): per (row, hc copy) block, three dot_f32 lane chains
+// (|x|^2, |key|^2, x.w.key) over shared-memory copies when they fit, then the sigmoid gate and
+// x += gate * value, bf16-rounded. Bitwise except where exp rounds differently from glibc's.
+#include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/lane_sum.cuh"
+
+namespace di::backend::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// kStaged: the three vectors of the block's chains are first copied to shared memory (dynamic,
+// 3 * dim floats), so the lanes' loads are shared-memory round trips, not global ones.
+template <bool kStaged>
+__global__ void engram_gate_kernel(float* x,
+                                   const float* kv,
+                                   const float* qk_weight,
+                                   int hc,
+                                   int64_t dim,
+                                   float eps,
+                                   float inv_sqrt_dim) {
+  extern __shared__ float4 engram_staged4[];
+  __shared__ float lanes[3][8];
+  __shared__ float gate;
+  const int64_t r = blockIdx.x / hc;
+  const int k = static_cast<int>(blockIdx.x % hc);
+  float* x_out = x + (r * hc + k) * dim;
+  const float* row_kv = kv + r * (hc + 1) * dim;
+  const float* key = row_kv + k * dim;
+  const float* value = row_kv + hc * dim;
+  const float* wk = qk_weight + k * dim;
+  const float* xk = x_out;
+  if constexpr (kStaged) {
+    float* staged = reinterpret_cast<float*>(engram_staged4);
+    stage_to_shared(xk, staged, dim);
+    stage_to_shared(key, staged + dim, dim);
+    stage_to_shared(wk, staged + 2 * dim, dim);
+    __syncthreads();
+    xk = staged;
+    key = staged + dim;
+    wk = staged + 2 * dim;
+  }
+  const int64_t full = dim / 8 * 8;
+  if (threadIdx.x < 8) {
+    float hx = 0, kk = 0, dot = 0;
+    auto add = [&](float xv, float kv_, float wv) {
+      hx = __fadd_rn(hx, __fmul_rn(xv, xv));
+      kk = __fadd_rn(kk, __fmul_rn(kv_, kv_));
+      dot = __fadd_rn(dot, __fmul_rn(__fmul_rn(xv, wv), kv_));
+    };
+    // Each lane's three chains are sequential: their loads go kAhead steps ahead.
+    constexpr int kAhead = 8;
+    int64_t d = threadIdx.x;
+    for (; d + 8 * (kAhead - 1) < full; d += 8 * kAhead) {
+      float xv[kAhead], kv_[kAhead], wv[kAhead];
+#pragma unroll
+      for (int i = 0; i < kAhead; ++i) {
+        xv[i] = xk[d + 8 * i];
+        kv_[i] = key[d + 8 * i];
+        wv[i] = wk[d + 8 * i];
+      }
+#pragma unroll
+      for (int i = 0; i < kAhead; ++i) add(xv[i], kv_[i], wv[i]);
+    }
+    for (; d < full; d += 8) add(xk[d], key[d], wk[d]);
+    lanes[0][threadIdx.x] = hx;
+    lanes[1][threadIdx.x] = kk;
+    lanes[2][threadIdx.x] = dot;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float s[3];
+    for (int q = 0; q < 3; ++q) {
+      const float* l = lanes[q];
+      s[q] = __fadd_rn(__fadd_rn(__fadd_rn(l[0], l[1]), __fadd_rn(l[2], l[3])),
+                       __fadd_rn(__fadd_rn(l[4], l[5]), __fadd_rn(l[6], l[7])));
+    }
+    for (int64_t d = full; d < dim; ++d) {
+      s[0] = __fadd_rn(s[0], __fmul_rn(xk[d], xk[d]));
+      s[1] = __fadd_rn(s[1], __fmul_rn(key[d], key[d]));
+      s[2] = __fadd_rn(s[2], __fmul_rn(__fmul_rn(xk[d], wk[d]), key[d]));
+    }
+    const float fd = static_cast<float>(dim);
+    const float rstd = __fmul_rn(__fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(s[0], fd), eps))),
+                                 __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(s[1], fd), eps))));
+    const float dot = __fmul_rn(__fmul_rn(s[2], rstd), inv_sqrt_dim);
+    const float mag = __fsqrt_rn(fmaxf(fabsf(dot), 1e-6f));
+    gate = __fdiv_rn(1.0f, __fadd_rn(1.0f, exp_f32(-copysignf(mag, dot))));
+  }
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
+    x_out[i] = round_bf16(__fadd_rn(xk[i], __fmul_rn(gate, value[i])));
+  }
+}
+
+}  // namespace
+
+cudaError_t engram_gate(float* x,
+                        const float* kv,
+                        const float* qk_weight,
+                        int64_t rows,
+                        int hc,
+                        int64_t dim,
+                        float eps,
+                        float inv_sqrt_dim,
+                        cudaStream_t s) {
+  if (rows == 0) return cudaSuccess;
+  const unsigned blocks = static_cast<unsigned>(rows * hc);
+  const size_t staged = 3 * static_cast<size_t>(dim) * sizeof(float);
+  int device = 0, optin = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) {
+    e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  }
+  if (e != cudaSuccess) return e;
+  if (staged + 1024 <= static_cast<size_t>(optin)) {
+    e = cudaFuncSetAttribute(engram_gate_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(staged));
+    if (e != cudaSuccess) return e;
+    engram_gate_kernel<true>
+        <<<blocks, kThreads, staged, s>>>(x, kv, qk_weight, hc, dim, eps, inv_sqrt_dim);
+  } else {
+    engram_gate_kernel<false>
+        <<<blocks, kThreads, 0, s>>>(x, kv, qk_weight, hc, dim, eps, inv_sqrt_dim);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace di::backend::cuda
