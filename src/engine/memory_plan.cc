@@ -28,7 +28,8 @@ Expected<MemoryPlan> plan_state_pool(const model::ModelConfig& config,
     per_token += static_cast<double>(entry) / ratio;
     rounding += entries_per_page * entry;
   }
-  plan.bytes_per_sequence = window + slack_per_seq;
+  plan.bytes_per_sequence =
+      window + model::StatePool::carry_bytes_per_sequence(config) + slack_per_seq;
   plan.bytes_per_token = per_token;
   plan.num_snapshots = num_snapshots;
   plan.snapshot_bytes = static_cast<int64_t>(num_snapshots) * window;

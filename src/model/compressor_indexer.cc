@@ -30,33 +30,49 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
       owner.emplace_back(ctx.row_chunk[static_cast<size_t>(r)],
                          ctx.positions[static_cast<size_t>(r)]);
   } else {
-    // fp32 projections (the reference promotes these weights and x to fp32); the partial group
-    // carried across calls is host state (a host round trip until the compressor is an op).
+    // fp32 projections (the reference promotes these weights and x to fp32). A group of `ratio`
+    // positions is pooled where its rows lie: in this call's projections when the chunk holds
+    // all of it, else in the sequence's carry rows (state pool, backend memory), which take a
+    // chunk's leading rows that finish a group begun earlier and its trailing rows that begin
+    // one. Pools are enqueued in row order, each before the carry is written again.
     Buffer kv_d(*ops_, T, D), score_d(*ops_, T, D);
     ops_->linear(u, a.comp_wkv, kv_d.view(), false);
     ops_->linear(u, a.comp_wgate, score_d.view(), false);
-    const std::vector<float> kv = kv_d.to_host(), score = score_d.to_host();
-    std::vector<float> group_kv, group_score;  // completed groups, [groups * ratio, D] each
-    for (int64_t r = 0; r < T; ++r) {
-      const int ch = ctx.row_chunk[static_cast<size_t>(r)];
-      CompressedStream& s =
-          ctx.chunks[static_cast<size_t>(ch)].seq->streams[static_cast<size_t>(stream)];
-      const int64_t pos = ctx.positions[static_cast<size_t>(r)];
-      const int64_t slot = pos % ratio;
-      std::copy_n(kv.begin() + r * D, D, s.partial_kv.begin() + slot * D);
-      std::copy_n(score.begin() + r * D, D, s.partial_score.begin() + slot * D);
-      if (slot != ratio - 1) continue;
-      group_kv.insert(group_kv.end(), s.partial_kv.begin(), s.partial_kv.end());
-      group_score.insert(group_score.end(), s.partial_score.begin(), s.partial_score.end());
-      owner.emplace_back(ch, pos / ratio);
+    int64_t groups = 0;
+    for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
+      const int64_t p0 = ctx.chunk_first_position[ch];
+      const int64_t n_rows = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
+      groups += (p0 + n_rows) / ratio - p0 / ratio;
     }
-    const int64_t groups = static_cast<int64_t>(owner.size());
+    Buffer pooled(*ops_, groups, D);
+    for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
+      const SequenceState& seq = *ctx.chunks[ch].seq;
+      const int64_t p0 = ctx.chunk_first_position[ch], row0 = ctx.chunk_row_begin[ch];
+      const int64_t n_rows = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
+      float* carry_kv = ctx.pool->carry_kv_rows(seq, stream);
+      float* carry_score = ctx.pool->carry_score_rows(seq, stream);
+      auto pool_group = [&](const float* kv_rows, const float* score_rows, int64_t last_pos) {
+        const int64_t g = static_cast<int64_t>(owner.size());
+        ops_->softmax_pool(kv_rows, score_rows, ratio, D, pooled.row(g));
+        owner.emplace_back(static_cast<int>(ch), last_pos / ratio);
+      };
+      int64_t i = 0;
+      if (p0 % ratio != 0) {  // finish the group an earlier call began
+        const int64_t s0 = p0 % ratio, take = std::min<int64_t>(n_rows, ratio - s0);
+        ops_->copy_2d(kv_d.row(row0), D, carry_kv + s0 * D, D, D, take);
+        ops_->copy_2d(score_d.row(row0), D, carry_score + s0 * D, D, D, take);
+        i = take;
+        if (s0 + take == ratio) pool_group(carry_kv, carry_score, p0 + take - 1);
+      }
+      for (; i + ratio <= n_rows; i += ratio) {
+        pool_group(kv_d.row(row0 + i), score_d.row(row0 + i), p0 + i + ratio - 1);
+      }
+      if (i < n_rows) {  // begin the next group (p0 + i is a multiple of ratio here)
+        ops_->copy_2d(kv_d.row(row0 + i), D, carry_kv, D, D, n_rows - i);
+        ops_->copy_2d(score_d.row(row0 + i), D, carry_score, D, D, n_rows - i);
+      }
+    }
     if (groups > 0) {
-      const Buffer kv_g = backend::upload_rows(*ops_, group_kv, D);
-      const Buffer score_g = backend::upload_rows(*ops_, group_score, D);
-      Buffer pooled(*ops_, groups, D);
-      for (int64_t g = 0; g < groups; ++g)
-        ops_->softmax_pool(kv_g.row(g * ratio), score_g.row(g * ratio), ratio, D, pooled.row(g));
       ops_->scale_round_bf16(pooled.view(), 1.0f);  // the latent is bf16
       lat_buffer = std::move(pooled);
     }

@@ -76,6 +76,18 @@ Expected<StatePool> StatePool::create(const ModelConfig& config,
     if (!pool.compressed_kv_.back().has_memory() || !pool.index_keys_.back().has_memory()) {
       return resource_exhausted("state pool: out of backend memory");
     }
+    const int64_t carry_rows = ratio > 1 ? int64_t{options.max_sequences} * ratio : 0;
+    pool.carry_kv_.emplace_back();
+    pool.carry_score_.emplace_back();
+    if (carry_rows > 0) {
+      pool.carry_kv_.back() = backend::Buffer(memory, carry_rows, config.head_dim);
+      pool.carry_score_.back() = backend::Buffer(memory, carry_rows, config.head_dim);
+      if (!pool.carry_kv_.back().data() || !pool.carry_score_.back().data()) {
+        return resource_exhausted("state pool: out of backend memory");
+      }
+      memory.fill(pool.carry_kv_.back().data(), 0.0f, pool.carry_kv_.back().size());
+      memory.fill(pool.carry_score_.back().data(), 0.0f, pool.carry_score_.back().size());
+    }
   }
   for (int i = options.max_sequences - 1; i >= 0; --i) pool.free_slots_.push_back(i);
   return pool;
@@ -89,14 +101,9 @@ Expected<SequenceState> StatePool::create_sequence() {
   SequenceState seq;
   seq.slot = free_slots_.back();
   free_slots_.pop_back();
+  // The slot's carry rows keep a released sequence's values: a fresh sequence writes every row
+  // of a group before the group is pooled.
   seq.streams.resize(config_.kv_source_layers.size());
-  for (size_t i = 0; i < config_.kv_source_layers.size(); ++i) {
-    const int ratio = config_.compress_ratios[config_.kv_source_layers[i]];
-    if (ratio > 1) {
-      seq.streams[i].partial_kv.assign(static_cast<size_t>(ratio) * config_.head_dim, 0.0f);
-      seq.streams[i].partial_score.assign(static_cast<size_t>(ratio) * config_.head_dim, 0.0f);
-    }
-  }
   return seq;
 }
 
@@ -265,8 +272,28 @@ int64_t StatePool::entry_bytes(const ModelConfig& config) {
   return backend::kv_row_stride(KvFormat::kFp4, config.head_dim) + config.index_head_dim * kFloat;
 }
 
+float* StatePool::carry_kv_rows(const SequenceState& seq, int stream) const {
+  const int ratio = config_.compress_ratios[config_.kv_source_layers[static_cast<size_t>(stream)]];
+  return carry_kv_[static_cast<size_t>(stream)].row(static_cast<int64_t>(seq.slot) * ratio);
+}
+
+float* StatePool::carry_score_rows(const SequenceState& seq, int stream) const {
+  const int ratio = config_.compress_ratios[config_.kv_source_layers[static_cast<size_t>(stream)]];
+  return carry_score_[static_cast<size_t>(stream)].row(static_cast<int64_t>(seq.slot) * ratio);
+}
+
+int64_t StatePool::carry_bytes_per_sequence(const ModelConfig& config) {
+  int64_t total = 0;
+  for (int s : config.kv_source_layers) {
+    const int ratio = config.compress_ratios[static_cast<size_t>(s)];
+    if (ratio > 1) total += 2 * int64_t{ratio} * config.head_dim * kFloat;
+  }
+  return total;
+}
+
 int64_t StatePool::bytes() const {
-  int64_t total = windows_.size() * kFloat;
+  int64_t total =
+      windows_.size() * kFloat + options_.max_sequences * carry_bytes_per_sequence(config_);
   for (const PagedRowPool& p : compressed_kv_)
     total += p.num_pages() * p.rows_per_page() * entry_bytes(config_);
   return total;

@@ -3,8 +3,9 @@
 // compressed-KV rows and index-key rows addressed by (page, offset). Window rows are stored in
 // FP8 and compressed-KV rows in FP4 (backend/kv_format.h: exactly the fake-quantized values the
 // reference keeps), written and read only by backend ops; index keys are fp32 rows. Nothing grows
-// by concatenation; a sequence holds page tables and small carry state (the compressor's partial
-// group, Engram look-back tokens). The engine's scheduler and prefix cache build on this layout.
+// by concatenation; a sequence holds page tables and Engram look-back tokens, and its slot owns
+// the compressor's carry rows (the partial group, in backend memory). The engine's scheduler and
+// prefix cache build on this layout.
 #pragma once
 
 #include <cstdint>
@@ -57,9 +58,8 @@ class PagedRowPool {
 struct CompressedStream {
   std::vector<int32_t> pages;  // shared page ids for the compressed-KV and index-key pools
   int64_t num_entries = 0;
-  // The pending partial group of a ratio > 1 compressor: [ratio, head_dim] each (fp32).
-  std::vector<float> partial_kv;
-  std::vector<float> partial_score;
+  // (The pending partial group of a ratio > 1 compressor lives in the pool's carry rows, in
+  // backend memory: StatePool::carry_kv_rows.)
 };
 
 struct SequenceState {
@@ -128,6 +128,12 @@ class StatePool {
   uint8_t* compressed_kv_pool(int stream) const { return compressed_kv_[stream].data(); }
   int32_t compressed_kv_row_index(const SequenceState& seq, int stream, int64_t entry) const;
   float* index_key_row(SequenceState& seq, int stream, int64_t entry);
+  // The compressor carry of a ratio > 1 stream for `seq`'s slot: `ratio` fp32 rows of head_dim
+  // each for the projected KV and for the gate scores, row i holding position p with
+  // p % ratio == i of the group being filled. Backend memory, contiguous, so that a completed
+  // group is pooled where it lies.
+  float* carry_kv_rows(const SequenceState& seq, int stream) const;
+  float* carry_score_rows(const SequenceState& seq, int stream) const;
   int stream_of_layer(int kv_source_layer) const;
   // Host copies of stored rows decoded to the values they hold (checks and tests; waits).
   void download_window_row(const SequenceState& seq, int layer, int64_t position, float* out) const;
@@ -139,6 +145,8 @@ class StatePool {
   // Bytes of one sequence slot's window rings, and of one compressed entry (its compressed-KV
   // row and its index-key row): what memory planning needs before a pool exists.
   static int64_t window_bytes_per_sequence(const ModelConfig& config);
+  // Bytes of one sequence slot's compressor carry rows (every ratio > 1 stream).
+  static int64_t carry_bytes_per_sequence(const ModelConfig& config);
   static int64_t entry_bytes(const ModelConfig& config);
 
   int64_t bytes() const;
@@ -152,6 +160,8 @@ class StatePool {
   backend::Buffer windows_;  // [max_sequences, num_ring_layers, window_size] FP8 rows
   std::vector<PagedRowPool> compressed_kv_;  // per stream: FP4 rows of head_dim
   std::vector<PagedRowPool> index_keys_;     // per stream: fp32 rows of index_head_dim
+  // Per stream (empty at ratio 1): [max_sequences * ratio, head_dim] fp32 carry rows.
+  std::vector<backend::Buffer> carry_kv_, carry_score_;
   std::vector<int32_t> free_slots_;
 };
 
