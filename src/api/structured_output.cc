@@ -111,7 +111,8 @@ Expected<std::optional<StructuredOutput>> parse_structured_output(const json& bo
   auto present = [&](const char* k) { return body.contains(k) && !body[k].is_null(); };
   if (present("response_format")) {
     const json& rf = body["response_format"];
-    if (!(rf.is_object() && rf.value("type", "") == "text"))
+    // (Not `value("type", "")`: it throws when "type" is present but not a string.)
+    if (!(rf.is_object() && rf.contains("type") && rf["type"] == "text"))
       found.emplace_back("response_format", from_response_format(rf));
   }
   if (present("structured_outputs"))

@@ -31,8 +31,9 @@ Status get_content(const OJson& m, const std::string& where, std::string* out) {
   if (!c.is_array()) return bad(where + ".content", "expected a string or a list of parts");
   for (size_t j = 0; j < c.size(); ++j) {
     const std::string part = where + ".content[" + std::to_string(j) + "]";
-    if (!c[j].is_object() || c[j].value("type", "") != "text" || !c[j].contains("text") ||
-        !c[j]["text"].is_string()) {
+    // (Not `value("type", "")`: it throws when "type" is present but not a string.)
+    const bool text_part = c[j].is_object() && c[j].contains("type") && c[j]["type"] == "text";
+    if (!text_part || !c[j].contains("text") || !c[j]["text"].is_string()) {
       return bad(part, "only {\"type\": \"text\", \"text\": ...} parts are supported");
     }
     if (j) *out += "\n\n";

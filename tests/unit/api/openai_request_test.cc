@@ -56,6 +56,10 @@ TEST(OpenAIRequest, RefusesWhatItCannotHonour) {
       {{{"temperature", "hot"}}, "temperature"},
       {{{"messages", json::array()}}, "messages"},
       {{{"model", 5}}, "model"},
+      // Fields of the wrong JSON type where a string is looked up (fuzzer finds: these threw
+      // nlohmann's type_error through the parser instead of returning a 400).
+      {{{"messages", {{{"role", "user"}, {"content", {{{"type", {{"name", "f"}}}}}}}}}}, "content"},
+      {{{"response_format", {{"type", {{"a", 1}}}}}}, "response_format"},
   };
   for (const auto& [extra, field] : cases) {
     auto r = chat(extra);
