@@ -303,7 +303,13 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text) {
   }
   ModelConfig config;
   bool is_hf = j.contains("text_config");
-  DI_RETURN_IF_ERROR(is_hf ? parse_hf(j, config) : parse_official(j, config));
+  // The parsers check types before reading, but a lookup with a default (json::value) still
+  // throws when the field holds another type: whatever the file holds is an error, not an abort.
+  try {
+    DI_RETURN_IF_ERROR(is_hf ? parse_hf(j, config) : parse_official(j, config));
+  } catch (const json::exception& e) {
+    return invalid_argument(std::string("config.json: ") + e.what());
+  }
   DI_RETURN_IF_ERROR(validate_config(config));
   return config;
 }

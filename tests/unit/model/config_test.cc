@@ -40,6 +40,18 @@ TEST(Config, RoundTripsThroughJson) {
   EXPECT_EQ(model_config_to_json(*again), model_config_to_json(*c));
 }
 
+TEST(Config, FieldsOfTheWrongTypeAreErrorsNotAborts) {
+  std::string text = read(kDir + "config_hf.json");
+  const std::string bad_quant =
+      text.substr(0, text.rfind('}')) + ", \"quantization_config\": {\"quant_method\": 5}}";
+  auto c = parse_model_config(bad_quant);
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  const std::string bad_vision =
+      text.substr(0, text.rfind('}')) + ", \"vision_config\": {\"num_hidden_layers\": \"x\"}}";
+  EXPECT_FALSE(parse_model_config(bad_vision).has_value());
+}
+
 TEST(Config, RejectsUnknownAndInconsistentFields) {
   std::string text = read(kDir + "config.json");
   auto typo = parse_model_config(text.substr(0, text.rfind('}')) + ", \"n_layerz\": 3}");
