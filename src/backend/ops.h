@@ -152,15 +152,14 @@ class Ops : public Memory {
 
   // A block-diagonal product (the grouped output projection, reference Attention wo_a): x [T,
   // groups * in] and w [groups * out, in] (group g's rows g * out ..); y[t, g * out + o] =
-  // x[t, g * in ..] . w[g * out + o], as `linear` computes each group. The default runs one
-  // linear per group; a backend may launch them together.
+  // x[t, g * in ..] . w[g * out + o], as `linear` computes each group. w is BF16 or F32 (the
+  // reference's wo_a is a bf16 linear; a quantized weight's block scales do not split by group
+  // rows). The default runs one linear per group; a backend may launch them together.
   virtual void grouped_linear(
       ConstRowsView x, const WeightView& w, int groups, RowsView y, bool round_bf16) const {
     const int64_t T = x.rows, in = x.cols / groups, out = w.out_features / groups;
     Buffer slice(*this, T, in), part(*this, T, out);
-    const int64_t row_bytes = w.format == WeightFormat::kBF16  ? 2 * in
-                              : w.format == WeightFormat::kF32 ? 4 * in
-                                                               : 0;
+    const int64_t row_bytes = (w.format == WeightFormat::kBF16 ? 2 : 4) * in;
     for (int g = 0; g < groups; ++g) {
       copy_2d(x.data + g * in, x.cols, slice.data(), in, in, T);
       const WeightView wg{w.format, out, in, w.data + g * out * row_bytes, nullptr};

@@ -95,34 +95,37 @@ void CudaOps::linear(ConstRowsView x, const WeightView& w, RowsView y, bool roun
                      : w.format == WeightFormat::kFP4  ? "linear_fp4"
                      : w.format == WeightFormat::kBF16 ? "linear_bf16"
                                                        : "linear_f32";
-  m.run(m.label(name, &w),
-        [&]() -> Status { return m.linear(x.data, x.rows, x.cols, w, y.data, round_bf16); });
+  m.run(
+      name, [&]() -> Status { return m.linear(x.data, x.rows, x.cols, w, y.data, round_bf16); },
+      &w);
 }
 
 void CudaOps::grouped_linear(
     ConstRowsView x, const WeightView& w, int groups, RowsView y, bool round_bf16) const {
   Impl& m = *impl_;
-  // Dense weights: every group in one launch (together the groups' outputs fill the device);
-  // quantized weights take the per-group default.
-  if (w.format != WeightFormat::kBF16 && w.format != WeightFormat::kF32) {
-    Ops::grouped_linear(x, w, groups, y, round_bf16);
-    return;
-  }
-  m.run(m.label("grouped_linear", &w), [&]() -> Status {
-    if (groups < 1 || x.cols != groups * w.in_features || y.cols != w.out_features ||
-        w.out_features % groups != 0) {
-      return Status(StatusCode::kInvalidArgument, "grouped_linear: shapes do not match");
-    }
-    DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, m.weight(w));
-    // Like `linear`: a thread per output only when there are enough outputs to keep bytes in
-    // flight, else eight threads per output.
-    const bool gemv = cuda::dense_gemv_applies(x.rows, dw) && dw.out_features >= 16384 &&
-                      reinterpret_cast<uintptr_t>(x.data) % 16 == 0;
-    DI_CUDA_RETURN_IF_ERROR(
-        gemv ? cuda::dense_gemv(x.data, x.rows, dw, groups, y.data, round_bf16, m.stream)
-             : cuda::dense_gemm_grouped(x.data, x.rows, dw, groups, y.data, round_bf16, m.stream));
-    return {};
-  });
+  // Every group in one launch: together the groups' outputs fill the device.
+  m.run(
+      "grouped_linear",
+      [&]() -> Status {
+        if (w.format != WeightFormat::kBF16 && w.format != WeightFormat::kF32) {
+          return Status(StatusCode::kInvalidArgument, "grouped_linear: BF16 or F32 weights only");
+        }
+        if (groups < 1 || x.cols != groups * w.in_features || y.cols != w.out_features ||
+            w.out_features % groups != 0) {
+          return Status(StatusCode::kInvalidArgument, "grouped_linear: shapes do not match");
+        }
+        DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, m.weight(w));
+        // Like `linear`: a thread per output only when there are enough outputs to keep bytes in
+        // flight, else eight threads per output.
+        const bool gemv = cuda::dense_gemv_applies(x.rows, dw) && dw.out_features >= 16384 &&
+                          reinterpret_cast<uintptr_t>(x.data) % 16 == 0;
+        DI_CUDA_RETURN_IF_ERROR(
+            gemv ? cuda::dense_gemv(x.data, x.rows, dw, groups, y.data, round_bf16, m.stream)
+                 : cuda::dense_gemm_grouped(x.data, x.rows, dw, groups, y.data, round_bf16,
+                                            m.stream));
+        return {};
+      },
+      &w);
 }
 
 void CudaOps::rms_norm(ConstRowsView x, const float* w, float eps, RowsView y) const {

@@ -225,20 +225,19 @@ struct CudaOps::Impl {
   // Enqueues one op (its metadata uploads and kernels; activations are already on the device),
   // releases its scratch, and latches the first error. No wait: the scratch is reused only by
   // later work on the same stream, and pageable uploads are staged before cudaMemcpyAsync
-  // returns.
-  // The name an op is profiled under: `op`, and the weight's shape for the products.
-  std::string label(const char* op, const WeightView* w = nullptr) const {
-    if (!profiler || !w) return op;
-    return std::string(op) + " " + std::to_string(w->out_features) + "x" +
-           std::to_string(w->in_features);
-  }
-
+  // returns. When profiling, a product (`w` given) is listed with its weight's shape.
   template <class F>
-  void run(const std::string& op, F&& body) {
+  void run(const char* op, F&& body, const WeightView* w = nullptr) {
     std::lock_guard<std::mutex> lock(mu);
     if (!error.ok()) return;
     const size_t mark = arena->scratch_mark();
-    Status s = profiler ? profiler->begin(op, stream) : Status();
+    Status s;
+    if (profiler) {
+      s = profiler->begin(w ? std::string(op) + " " + std::to_string(w->out_features) + "x" +
+                                  std::to_string(w->in_features)
+                            : std::string(op),
+                          stream);
+    }
     if (s.ok()) s = body();
     if (s.ok() && profiler) s = profiler->end(stream);
     arena->scratch_reset(mark);

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
   constexpr int R = BN / 2;   // accumulator floats per thread
   constexpr int G = BN / 32;  // 32-column weight-scale groups per tile
   extern __shared__ uint8_t smem_raw[];
-  const uint32_t raw = wg::smem_u32(smem_raw);
+  const uint32_t raw = mbar::smem_u32(smem_raw);
   const uint32_t base = (raw + 1023) & ~1023u;  // the 128-byte swizzle needs 1024-byte alignment
   const uint8_t* const base_ptr = smem_raw + (base - raw);
   const uint32_t bars = base + ST * C::kStage;  // full[ST], then empty[ST]
@@ -91,10 +91,10 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
   const int wgi = threadIdx.x / 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < ST; ++s) {
-      wg::mbar_init(full(s), 1);
-      wg::mbar_init(empty(s), CONS * 128);
+      mbar::init(full(s), 1);
+      mbar::init(empty(s), CONS * 128);
     }
-    wg::mbar_init_fence();
+    mbar::init_fence();
   }
   __syncthreads();
 
@@ -103,8 +103,8 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
     if (threadIdx.x == 0) {
       for (int st = 0; st < num_stages; ++st) {
         const int slot = st % ST;
-        if (st >= ST) wg::mbar_wait(empty(slot), ((st / ST) - 1) & 1);
-        wg::mbar_arrive_expect_tx(full(slot), C::kTx);
+        if (st >= ST) mbar::wait(empty(slot), ((st / ST) - 1) & 1);
+        mbar::arrive_expect_tx(full(slot), C::kTx);
         wg::tma_load_2d(a_at(slot), &ta, st * kStageK, m0, full(slot));
         wg::tma_load_2d(b_at(slot), &tb, st * kStageK, n0, full(slot));
         wg::tma_load_2d(s_at(slot), &ts, st * 4, m0, full(slot));
@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
 
   auto issue = [&](int g, float(&S)[R]) {
     const int st = g >> 2, kk = g & 3, slot = st % ST;
-    if (kk == 0) wg::mbar_wait(full(slot), (st / ST) & 1);
+    if (kk == 0) mbar::wait(full(slot), (st / ST) & 1);
     const uint64_t da = wg::desc_sw128(a_at(slot) + (wgi - 1) * 64 * kStageK + kk * 32);
     const uint64_t db = wg::desc_sw128(b_at(slot) + kk * 32);
     wg::fence_regs(S);
@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
       acc[4 * j + 2] = __fmaf_rn(S[4 * j + 2], hi[j / 4], acc[4 * j + 2]);
       acc[4 * j + 3] = __fmaf_rn(S[4 * j + 3], hi[j / 4], acc[4 * j + 3]);
     }
-    if (kk == 3) wg::mbar_arrive(empty(slot));
+    if (kk == 3) mbar::arrive(empty(slot));
   };
 
   // Per stage (4 blocks, nblk % 4 == 0): even blocks in s0, odd ones in s1, each promoted while

@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
   using C = Bf16Config<CONS, BT, ST>;
   constexpr int R = BT / 2;  // accumulator floats per thread
   extern __shared__ uint8_t smem_raw[];
-  const uint32_t raw = wg::smem_u32(smem_raw);
+  const uint32_t raw = mbar::smem_u32(smem_raw);
   const uint32_t base = (raw + 1023) & ~1023u;  // the 128-byte swizzle needs 1024-byte alignment
   const uint8_t* const base_ptr = smem_raw + (base - raw);
   const uint32_t bars = base + ST * C::kStage;  // full[ST], then empty[ST]
@@ -108,10 +108,10 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
   const int wgi = threadIdx.x / 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < ST; ++s) {
-      wg::mbar_init(full(s), 1);
-      wg::mbar_init(empty(s), CONS * 128);
+      mbar::init(full(s), 1);
+      mbar::init(empty(s), CONS * 128);
     }
-    wg::mbar_init_fence();
+    mbar::init_fence();
   }
   __syncthreads();
 
@@ -120,8 +120,8 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
     if (threadIdx.x == 0) {
       for (int st = 0; st < num_stages; ++st) {
         const int slot = st % ST;
-        if (st >= ST) wg::mbar_wait(empty(slot), ((st / ST) - 1) & 1);
-        wg::mbar_arrive_expect_tx(full(slot), C::kTx);
+        if (st >= ST) mbar::wait(empty(slot), ((st / ST) - 1) & 1);
+        mbar::arrive_expect_tx(full(slot), C::kTx);
         wg::tma_load_2d(w_at(slot), &tw, st * kStageK, n0, full(slot));
         wg::tma_load_2d(x_at(slot), &tx, st * kStageK, m0, full(slot));
         wg::tma_load_2d(x_at(slot) + C::kX, &tx, st * kStageK + 64, m0, full(slot));
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
   };
   auto issue = [&](int g, float(&S)[R]) {
     const int st = g >> 2, kk = g & 3, slot = st % ST;
-    if (kk == 0) wg::mbar_wait(full(slot), (st / ST) & 1);
+    if (kk == 0) mbar::wait(full(slot), (st / ST) & 1);
     uint32_t a0[4], a1[4];
     frag(slot, kk, 0, a0);
     frag(slot, kk, 1, a1);
@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
     const float ws = e8m0_to_float(static_cast<uint8_t>(wv >> (8 * kk)));
 #pragma unroll
     for (int i = 0; i < R; ++i) acc[i] = __fmaf_rn(S[i], ws, acc[i]);
-    if (kk == 3) wg::mbar_arrive(empty(slot));
+    if (kk == 3) mbar::arrive(empty(slot));
   };
 
   // As gemm_wgmma.cu: per stage, even blocks in s0 and odd ones in s1, each promoted while the

@@ -5,7 +5,6 @@
 // cp.async so that each warp's copies cover whole 128-byte lines of four rows (a thread reading
 // its own row straight from global memory would touch 32 rows per instruction). The bandwidth-
 // bound decode needs this: the 129,280 x 5,120 BF16 head alone is 1.3 GB per step.
-#include <algorithm>
 
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/kernels.h"

@@ -198,7 +198,7 @@ __device__ void stream(
   const int64_t wrow_bytes = K * bb / 32;
   float* part = reinterpret_cast<float*>(smem + L.part_off);
   const int part_buf = L.rows * CW * (kc + 1);
-  const uint32_t bar0 = bulk::smem_u32(smem + L.bar_off);
+  const uint32_t bar0 = mbar::smem_u32(smem + L.bar_off);
   // Chain owner: thread q owns chain q = m * CW + c (consecutive lanes: their partial rows,
   // kc + 1 floats apart, fall in distinct banks; the fewest warps carry chain work).
   const int q = tid;
@@ -206,8 +206,8 @@ __device__ void stream(
   const int qc = q % CW, qm = q / CW;
 
   if (tid == 0) {
-    for (int i = 0; i < L.stages; ++i) bulk::bar_init(bar0 + 8 * i);
-    bulk::bar_init_fence();
+    for (int i = 0; i < L.stages; ++i) mbar::init(bar0 + 8 * i, 1);
+    mbar::init_fence();
   }
   bulk::launch_dependents();
   __syncthreads();
@@ -225,22 +225,22 @@ __device__ void stream(
       if (warp == kWarps - 1) {
         const uint32_t bar = bar0 + 8 * slot;
         if (weights && lane == 0) {
-          bulk::bar_arrive_expect_tx(bar, (CW * bb + g.num_rows * 132) * nb);
+          mbar::arrive_expect_tx(bar, (CW * bb + g.num_rows * 132) * nb);
         }
         __syncwarp();
         if (weights && lane < CW) {
           const int64_t n = g.n0 + lane < g.N ? g.n0 + lane : g.N - 1;  // past N: not stored
-          bulk::copy(bulk::smem_u32(st + L.w_off + lane * T::kRowBytes),
+          bulk::copy(mbar::smem_u32(st + L.w_off + lane * T::kRowBytes),
                      g.w + n * wrow_bytes + int64_t{b0} * bb, nb * bb, bar);
         }
         const int r = lane % kMaxRows;
         if (acts && lane < 2 * kMaxRows && r < g.num_rows) {
           const int64_t row = g.rows ? int64_t{g.rows[g.row0 + r]} : g.row0 + r;
           if (lane < kMaxRows) {
-            bulk::copy(bulk::smem_u32(st + L.a_off + r * kc * 128), g.q + row * K + b0 * 32,
+            bulk::copy(mbar::smem_u32(st + L.a_off + r * kc * 128), g.q + row * K + b0 * 32,
                        nb * 128, bar);
           } else {
-            bulk::copy(bulk::smem_u32(st + L.as_off + r * kc * 4), g.a_scale + row * nblk + b0,
+            bulk::copy(mbar::smem_u32(st + L.as_off + r * kc * 4), g.a_scale + row * nblk + b0,
                        nb * 4, bar);
           }
         }
@@ -353,7 +353,7 @@ __device__ void stream(
 #pragma unroll 1
   for (int k = 0; k < total; ++k) {
     cp_async_wait_pending(L.stages - 2);
-    bulk::bar_wait(bar0 + 8 * cslot, (phases >> cslot) & 1u);
+    mbar::wait(bar0 + 8 * cslot, (phases >> cslot) & 1u);
     phases ^= 1u << cslot;
     __syncthreads();  // item k landed for every thread; k - 1 computed, its stage free
     issue_next(k + L.stages - 1);
@@ -377,7 +377,7 @@ __device__ void stream(
   }
   __syncthreads();  // a later call may overwrite the partials and stages
   if (tid == 0) {
-    for (int i = 0; i < L.stages; ++i) bulk::bar_inval(bar0 + 8 * i);
+    for (int i = 0; i < L.stages; ++i) mbar::inval(bar0 + 8 * i);
   }
 }
 

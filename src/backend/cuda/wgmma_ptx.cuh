@@ -1,9 +1,11 @@
-// PTX wrappers of the sm_90a FP8 GEMM (gemm_wgmma.cu): mbarriers, TMA tile loads, wgmma with
+// PTX wrappers of the sm_90a FP8 GEMM (gemm_wgmma.cu): TMA tile loads, wgmma with
 // operands in shared memory. Every wrapper is empty outside sm_90a device code (the kernel that
 // calls them is too; its launcher refuses other devices), so the file compiles for every target.
 #pragma once
 
 #include <cstdint>
+
+#include "backend/cuda/mbarrier.cuh"
 
 namespace di::backend::cuda::wg {
 
@@ -13,38 +15,7 @@ namespace di::backend::cuda::wg {
 #define DI_WGMMA_ENABLED 0
 #endif
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 #if DI_WGMMA_ENABLED
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-// Makes the initialised barriers visible to the async (TMA) proxy.
-__device__ __forceinline__ void mbar_init_fence() {
-  asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::
-                   : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-}
 
 // 2-D TMA tile load into shared memory, completing on `bar` (coordinates: innermost first).
 __device__ __forceinline__ void tma_load_2d(

@@ -4,29 +4,13 @@
 #include "grammar/json_schema/int_range.h"
 #include "grammar/json_schema/schema_converter.h"
 #include "grammar/regex/regex_parser.h"
+#include "schema_helper.h"
 #include "test_vocab.h"
 
 namespace di::grammar {
 namespace {
 
-class Schema {
- public:
-  explicit Schema(const std::string& schema, JsonSchemaOptions o = {}) {
-    auto g = json_schema_to_grammar(std::string_view(schema), o);
-    status_ = g.error();
-    if (!g) return;
-    auto cg = CompiledGrammar::create(*g, TokenTrie::build(testing::small_vocab()));
-    EXPECT_TRUE(cg.has_value());
-    cg_ = *cg;
-  }
-  bool ok() const { return cg_ != nullptr; }
-  bool accepts(const std::string& s) const { return testing::matches(cg_, s); }
-  const Status& status() const { return status_; }
-
- private:
-  Status status_;
-  std::shared_ptr<const CompiledGrammar> cg_;
-};
+using testing::Schema;
 
 TEST(grammar_json_schema, ObjectsPropertyOrderRequiredAdditional) {
   Schema s(R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},
