@@ -60,10 +60,10 @@ struct KvAttentionArgs {
   const uint8_t* window_pool = nullptr;  // FP8 rows at kv_row_stride(kFp8, head_dim)
   int64_t window_pool_rows = 0;
   const uint8_t* fresh = nullptr;         // FP8 rows, same stride; may be null
-  const int32_t* window_index = nullptr;  // host [num_queries, num_window]
+  const int32_t* window_index = nullptr;  // backend [num_queries, num_window]
   int num_window = 0;
   const uint8_t* compressed_pool = nullptr;   // FP4 rows at kv_row_stride(kFp4, head_dim)
-  const int32_t* compressed_index = nullptr;  // host [num_queries, num_compressed]
+  const int32_t* compressed_index = nullptr;  // backend [num_queries, num_compressed]
   int num_compressed = 0;
   const float* sink = nullptr;  // [num_heads] f32
   float softmax_scale = 0;
@@ -76,10 +76,61 @@ struct IndexScoreArgs {
   int64_t num_queries = 0;
   int num_heads = 0;
   int head_dim = 0;
-  const float* const* keys = nullptr;  // [num_keys] index-key rows shared by all queries
-  int64_t num_keys = 0;
-  const int64_t* num_visible = nullptr;  // [num_queries]: query t scores keys [0, num_visible[t])
+  // Index-key rows (head_dim floats each) in a paged pool: key s of query t is pool row
+  // pages[page_offset[t] + s / entries_per_page] * entries_per_page + s % entries_per_page, so
+  // one call scores the rows of many sequences, each through its own page table.
+  const float* key_pool = nullptr;  // backend
+  const int32_t* pages = nullptr;   // host [num_pages]: the rows' page tables, concatenated
+  int64_t num_pages = 0;
+  const int64_t* page_offset = nullptr;  // host [num_queries]
+  int entries_per_page = 0;
+  int64_t num_keys = 0;  // scores' row width (the longest row's keys)
+  const int64_t* num_visible =
+      nullptr;              // host [num_queries]: query t scores keys [0, num_visible[t])
   float* scores = nullptr;  // [num_queries, num_keys] bf16-exact; -inf where not visible
+};
+
+// The indexer's top-k (reference Indexer.forward; kernels/ref/index_select.h's rules) over scores
+// in backend memory: row t keeps min(topk, num_visible[t]) entries of [0, num_visible[t]) in
+// ascending order, then -1 up to `width`. With `blocks`, entries outside the row's candidate
+// blocks score -inf (they can still fill the top-k, lowest index first, as in the reference).
+struct IndexTopkArgs {
+  const float* scores = nullptr;  // backend [num_queries, num_keys]
+  int64_t num_queries = 0;
+  int64_t num_keys = 0;
+  const int64_t* num_visible = nullptr;  // host [num_queries]
+  int topk = 0;
+  const int32_t* blocks = nullptr;  // backend [num_queries, num_blocks]: ascending, -1 padded
+  int num_blocks = 0;
+  int block_size = 0;
+  int32_t* selected = nullptr;  // backend [num_queries, width]
+  int width = 0;
+};
+
+// Candidate blocks (reference select_candidate_blocks) of each row's visible scores: up to
+// topk_blocks block ids in ascending order, then -1 up to `width`.
+struct CandidateBlockArgs {
+  const float* scores = nullptr;  // backend [num_queries, num_keys]
+  int64_t num_queries = 0;
+  int64_t num_keys = 0;
+  const int64_t* num_visible = nullptr;  // host [num_queries]
+  int block_size = 0;
+  int topk_blocks = 0;
+  int32_t* blocks = nullptr;  // backend [num_queries, width]
+  int width = 0;
+};
+
+// Paged-pool rows of per-row entry lists: out[r, j] = pages[page_offset[r] + e / per] * per +
+// e % per for e = entries[r, j] >= 0, else -1 (StatePool's compressed-KV row index).
+struct PagedRowsArgs {
+  const int32_t* entries = nullptr;  // backend [num_rows, width]
+  int64_t num_rows = 0;
+  int width = 0;
+  const int32_t* pages = nullptr;  // host [num_pages]: every row's page table, concatenated
+  int64_t num_pages = 0;
+  const int64_t* page_offset = nullptr;  // host [num_rows]: where row r's table starts in pages
+  int entries_per_page = 0;
+  int32_t* out = nullptr;  // backend [num_rows, width]
 };
 
 // Time spent in one op (by name) since the last reset, when the backend profiles its ops.
@@ -204,6 +255,12 @@ class Ops : public Memory {
 
   // Indexer scores: sum_h w[t,h] * relu(bf16(q[t,h] . k[s])), each step rounded to bf16.
   virtual void index_scores(const IndexScoreArgs& args) const = 0;
+
+  // The selections of the indexer (the structs above), on the backend: a decode step's top-k
+  // never waits for the host.
+  virtual void index_topk(const IndexTopkArgs& args) const = 0;
+  virtual void candidate_blocks(const CandidateBlockArgs& args) const = 0;
+  virtual void paged_rows(const PagedRowsArgs& args) const = 0;
 
   // Hyper-connection mixes for each token row of x [rows, hc*dim] (Block.hc_mixes).
   virtual void hc_mixes(ConstRowsView x,

@@ -1,8 +1,9 @@
 // deepinfer bench offline ... (cmd_bench_offline.cc), bench serve ... (cmd_bench_serve.cc),
 // bench kernels ... (bench/cuda/kernels_bench.cc, CUDA builds only), or
 // deepinfer bench step --model DIR [--prompt-len P] [--decode-steps D] [--batch B] [--threads N]
-// Times the forward on the chosen backend (--backend cpu|cuda): one prefill step over B prompts of
-// P tokens, then D decode steps of B tokens. Prints tokens/s for both phases.
+// [--context N]: times the forward on the chosen backend (--backend cpu|cuda): one prefill step
+// over B prompts of P tokens (after N positions of synthetic state), then D decode steps of B
+// tokens. Prints tokens/s for both phases and the decode step against its byte floor.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "cuda/kernels_bench.h"
 #endif
 #include "cli/backend_flags.h"
+#include "cli/bench_context.h"
 #include "cli/commands.h"
 #include "cli/parse_flags.h"
 #include "model/checkpoint_layout.h"
@@ -48,10 +50,13 @@ double measure_copy_bandwidth(const backend::Ops& ops) {
   return best + static_cast<double>(probe) * 0.0;
 }
 
-// Weight bytes one decode step of one sequence must read: every backbone tensor except the
-// embedding (one row), routed experts in the proportion a token activates, the head, and what
-// seeding the DSpark windows reads (main_proj and each draft layer's wkv).
-double decode_weight_bytes(const model::ModelConfig& c) {
+// Weight bytes one decode step of `batch` sequences must read: every backbone tensor except the
+// embedding (one row), the routed experts the batch is expected to touch (uniform routing: each
+// expert is missed by all rows with probability (1 - k/E)^batch), the head, and what seeding the
+// DSpark windows reads (main_proj and each draft layer's wkv).
+double decode_weight_bytes(const model::ModelConfig& c, int batch) {
+  const double touched =
+      1.0 - std::pow(1.0 - static_cast<double>(c.n_activated_experts) / c.n_routed_experts, batch);
   double bytes = 0;
   for (const auto& t : model::checkpoint_tensor_specs(c)) {
     const double b = static_cast<double>(model::stored_bytes(t));
@@ -67,7 +72,7 @@ double decode_weight_bytes(const model::ModelConfig& c) {
     }
     if (t.name.find("engram.embed") != std::string::npos) continue;  // a few rows per token
     if (t.name.find(".experts.") != std::string::npos) {
-      bytes += b * c.n_activated_experts / c.n_routed_experts;
+      bytes += b * touched;
       continue;
     }
     bytes += b;
@@ -126,6 +131,11 @@ int run_bench_command(int argc, char** argv) {
          "SWA bounded replay: late layers prefill only the last N prompt tokens (0: exact); "
          "also reports the last-row logit difference against an exact prefill")
       ->check(CLI::NonNegativeNumber);
+  int64_t context = 0;
+  app.add_option("--context", context,
+                 "positions of synthetic state each sequence holds before the prompt (random "
+                 "rows in the real formats; a multiple of every compress ratio)")
+      ->check(CLI::NonNegativeNumber);
   backend::BackendOptions backend_opts;
   add_backend_flags(app, backend_opts);
   app.add_flag("--profile-ops", backend_opts.profile_ops,
@@ -145,7 +155,7 @@ int run_bench_command(int argc, char** argv) {
   }
   const auto& c = (*model)->config();
   auto state = model::StatePool::create(
-      c, {batch, static_cast<int64_t>(batch) * (prompt_len + decode_steps + 8), 64},
+      c, {batch, static_cast<int64_t>(batch) * (context + prompt_len + decode_steps + 8), 64},
       (*model)->ops());
   if (!state) {
     std::cerr << "deepinfer bench: " << state.status().to_string() << "\n";
@@ -153,6 +163,16 @@ int run_bench_command(int argc, char** argv) {
   }
   std::vector<model::SequenceState> seqs;
   for (int b = 0; b < batch; ++b) seqs.push_back(state->create_sequence().value());
+  double context_s = 0;
+  if (context > 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Status f = fill_synthetic_context((*model)->ops(), c, *state, seqs, context, 7);
+    if (!f.ok()) {
+      std::cerr << "deepinfer bench: --context: " << f.to_string() << "\n";
+      return 2;
+    }
+    context_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   std::mt19937 rng(1);
   std::uniform_int_distribution<int32_t> tok(3, c.vocab_size - 1);
   // Wall time, and the process's CPU time: on a shared machine the CPU time is what this run cost.
@@ -199,6 +219,10 @@ int run_bench_command(int argc, char** argv) {
               pool.num_threads());
   std::printf("state pool: %.2f MiB (FP8 window rings, FP4 compressed KV, fp32 index keys)\n",
               static_cast<double>(state->bytes()) / (1 << 20));
+  if (context > 0) {
+    std::printf("context: %lld synthetic positions per sequence (state written in %.2f s)\n",
+                static_cast<long long>(context), context_s);
+  }
   std::printf("prefill: batch %d x %d tokens in %.3f s = %.1f tokens/s (%.2f CPU-s)\n", batch,
               prompt_len, prefill_s, batch * prompt_len / prefill_s, prefill_cpu);
   if (replay_tail > 0) {
@@ -229,15 +253,18 @@ int run_bench_command(int argc, char** argv) {
         sum / static_cast<double>(std::max<size_t>(1, last_logits.size())));
   }
   const double bw = measure_copy_bandwidth(ops);
-  const double bytes = decode_weight_bytes(c);
+  const double weight_bytes = decode_weight_bytes(c, batch);
+  const double kv_bytes =
+      batch * decode_kv_bytes(c, context + prompt_len + decode_steps / 2);  // mid-run context
+  const double bytes = weight_bytes + kv_bytes;
   std::printf(
-      "memory: copy bandwidth %.1f GB/s; a decode step of one sequence reads >= %.1f MB of "
-      "weights, floor %.1f ms\n",
-      bw / 1e9, bytes / 1e6, 1e3 * bytes / bw);
+      "memory: copy bandwidth %.1f GB/s; a decode step of %d sequences reads >= %.1f MB of "
+      "weights + %.1f MB of KV state and index keys, floor %.3f ms\n",
+      bw / 1e9, batch, weight_bytes / 1e6, kv_bytes / 1e6, 1e3 * bytes / bw);
   if (decode_steps > 0) {
     std::printf(
         "decode:  batch %d x %d steps in %.3f s = %.2f tokens/s (%.1f ms/step, %.2f CPU-s, %.1f "
-        "host waits/step; weight floor / step time %.3f)\n",
+        "host waits/step; byte floor / step time %.3f)\n",
         batch, decode_steps, decode_s, batch * decode_steps / decode_s,
         1e3 * decode_s / decode_steps, decode_cpu, static_cast<double>(decode_syncs) / decode_steps,
         bw > 0 ? (bytes / bw) / (decode_s / decode_steps) : 0.0);

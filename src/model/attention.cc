@@ -73,10 +73,14 @@ Buffer Model::attend(int layer,
   args.window_pool = ctx.pool->window_pool();
   args.window_pool_rows = ctx.pool->window_pool_rows();
   args.fresh = reinterpret_cast<const uint8_t*>(fresh.data());
-  args.window_index = keys.window.data();
+  // The window lists are host-built (positions and ring slots only): one upload.
+  Buffer window_index(*ops_, T, std::max(keys.num_window, 1));
+  ops_->upload(reinterpret_cast<const float*>(keys.window.data()), window_index.data(),
+               T * keys.num_window);
+  args.window_index = reinterpret_cast<const int32_t*>(window_index.data());
   args.num_window = keys.num_window;
   if (keys.stream >= 0) args.compressed_pool = ctx.pool->compressed_kv_pool(keys.stream);
-  args.compressed_index = keys.compressed.data();
+  args.compressed_index = keys.compressed;
   args.num_compressed = keys.num_compressed;
   args.sink = weights_.layers[static_cast<size_t>(layer)].attn.attn_sink.data();
   args.softmax_scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
@@ -102,7 +106,7 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
 
   const int ratio = c.compress_ratios[layer];
   int stream = -1;
-  const std::vector<std::vector<int32_t>>* selection = nullptr;
+  const RowLists* selection = nullptr;
   if (ratio > 0) {
     if (c.is_kv_source(layer)) compress(layer, ctx, u);
     if (c.is_index_source(layer)) index_select(layer, ctx, u, qr_v);
@@ -113,20 +117,15 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
   // Key lists: `win` window slots aligned to positions t-win+1 .. t (empty slots -1), then the
   // selected compressed entries in ascending order, then -1 padding. The layout depends only on
   // the query's own position and selection, never on the batch. Positions of the query's own
-  // chunk are read from this call's rows (`fresh`), older ones from the ring.
-  int64_t max_sel = 0;
-  if (selection) {
-    for (const auto& s : *selection)
-      max_sel = std::max<int64_t>(max_sel, static_cast<int64_t>(s.size()));
-  }
+  // chunk are read from this call's rows (`fresh`), older ones from the ring. The compressed
+  // half maps the selection (backend memory) through each sequence's page table on the backend.
   const Buffer fresh = store_fresh(kv_v);
   const int64_t pool_rows = ctx.pool->window_pool_rows();
   KeyLists keys;
   keys.num_window = static_cast<int>(win);
-  keys.num_compressed = static_cast<int>(max_sel);
+  keys.num_compressed = selection ? selection->width : 0;
   keys.stream = stream;
   keys.window.assign(static_cast<size_t>(T * win), -1);
-  keys.compressed.assign(static_cast<size_t>(T * max_sel), -1);
   for (int64_t r = 0; r < T; ++r) {
     const int chunk = ctx.row_chunk[static_cast<size_t>(r)];
     SequenceState& seq = *ctx.chunks[static_cast<size_t>(chunk)].seq;
@@ -141,12 +140,30 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
       kr[i] = kp >= chunk_start ? static_cast<int32_t>(pool_rows + row0 + kp - chunk_start)
                                 : ctx.pool->window_row_index(seq, layer, kp);
     }
-    if (selection) {
-      const auto& sel = (*selection)[static_cast<size_t>(r)];
-      int32_t* kc = keys.compressed.data() + r * max_sel;
-      for (size_t j = 0; j < sel.size(); ++j)
-        kc[j] = ctx.pool->compressed_kv_row_index(seq, stream, sel[j]);
+  }
+  RowLists compressed;
+  if (keys.num_compressed > 0) {
+    std::vector<int32_t> pages;
+    std::vector<int64_t> page_offset(static_cast<size_t>(T));
+    for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
+      const auto& table = ctx.chunks[ch].seq->streams[static_cast<size_t>(stream)].pages;
+      const int64_t row0 = ctx.chunk_row_begin[ch];
+      const int64_t rows = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
+      std::fill_n(page_offset.begin() + row0, rows, static_cast<int64_t>(pages.size()));
+      pages.insert(pages.end(), table.begin(), table.end());
     }
+    compressed = RowLists(*ops_, T, keys.num_compressed);
+    backend::PagedRowsArgs pr;
+    pr.entries = selection->row(0);
+    pr.num_rows = T;
+    pr.width = keys.num_compressed;
+    pr.pages = pages.data();
+    pr.num_pages = static_cast<int64_t>(pages.size());
+    pr.page_offset = page_offset.data();
+    pr.entries_per_page = ctx.pool->entries_per_page();
+    pr.out = compressed.row(0);
+    ops_->paged_rows(pr);
+    keys.compressed = compressed.row(0);
   }
   Buffer o = attend(layer, ctx, q, keys, fresh);
 

@@ -9,17 +9,24 @@
 
 namespace di::model {
 
-std::vector<float> gather_rows(const std::vector<float>& v,
-                               int64_t width,
-                               const std::vector<int64_t>& rows) {
-  std::vector<float> out(rows.size() * static_cast<size_t>(width));
-  for (size_t i = 0; i < rows.size(); ++i) {
-    std::copy_n(v.begin() + rows[i] * width, width, out.begin() + static_cast<int64_t>(i) * width);
+namespace {
+
+// The kept rows of per-row lists (backend memory stays where it is).
+RowLists gather_lists(const backend::Memory& memory,
+                      const RowLists& lists,
+                      const std::vector<int64_t>& rows) {
+  RowLists out(memory, static_cast<int64_t>(rows.size()), lists.width);
+  if (lists.width > 0 && !rows.empty()) {
+    memory.gather_rows(lists.data.view(), rows.data(), out.data.view());
   }
   return out;
 }
 
-std::vector<int64_t> narrow_to_replay_tail(ForwardContext& ctx, ForwardContext& tail) {
+}  // namespace
+
+std::vector<int64_t> narrow_to_replay_tail(const backend::Memory& memory,
+                                           ForwardContext& ctx,
+                                           ForwardContext& tail) {
   std::vector<int64_t> kept;
   tail = ForwardContext();
   tail.pool = ctx.pool;
@@ -44,16 +51,13 @@ std::vector<int64_t> narrow_to_replay_tail(ForwardContext& ctx, ForwardContext& 
     tail.chunks.push_back(std::move(part));
   }
   tail.num_rows = static_cast<int64_t>(kept.size());
-  for (const auto& [layer, rows] : ctx.selections) {
-    auto& out = tail.selections[layer];
-    for (int64_t r : kept) out.push_back(rows[static_cast<size_t>(r)]);
-  }
-  for (int64_t r : kept)
-    tail.candidate_blocks.push_back(ctx.candidate_blocks[static_cast<size_t>(r)]);
-  if (!ctx.main_hidden.empty()) {
-    const int64_t width =
-        static_cast<int64_t>(ctx.main_hidden.size()) / std::max<int64_t>(1, ctx.num_rows);
-    tail.main_hidden = gather_rows(ctx.main_hidden, width, kept);
+  for (const auto& [layer, lists] : ctx.selections)
+    tail.selections[layer] = gather_lists(memory, lists, kept);
+  tail.candidate_blocks = gather_lists(memory, ctx.candidate_blocks, kept);
+  if (ctx.main_hidden.data() && !kept.empty()) {
+    tail.main_hidden =
+        backend::Buffer(memory, static_cast<int64_t>(kept.size()), ctx.main_hidden.cols());
+    memory.gather_rows(ctx.main_hidden.view(), kept.data(), tail.main_hidden.view());
   }
   return kept;
 }

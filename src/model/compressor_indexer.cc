@@ -5,8 +5,6 @@
 // entries, inside the candidate blocks when a candidate source precedes them.
 #include <algorithm>
 #include <cmath>
-#include <limits>
-#include <numeric>
 
 #include "model/model.h"
 #include "tensor/numeric.h"
@@ -108,50 +106,6 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
   ops_->write_kv(lat, backend::KvFormat::kFp4, slots.data(), ctx.pool->compressed_kv_pool(stream));
 }
 
-namespace {
-
-// Blocks of `block_size` entries ranked by their best score; the block holding the newest visible
-// entry is pinned first; keep up to `topk_blocks` blocks with a finite score (ties: lower block).
-std::vector<int32_t> candidate_blocks(const float* scores,
-                                      int64_t visible,
-                                      int block_size,
-                                      int topk_blocks) {
-  const float inf = std::numeric_limits<float>::infinity();
-  const int64_t nb = (visible + block_size - 1) / block_size;
-  std::vector<float> bs(static_cast<size_t>(nb), -inf);
-  for (int64_t s = 0; s < visible; ++s)
-    bs[static_cast<size_t>(s / block_size)] =
-        std::max(bs[static_cast<size_t>(s / block_size)], scores[s]);
-  if (visible > 0) bs[static_cast<size_t>((visible - 1) / block_size)] = inf;
-  std::vector<int32_t> order(static_cast<size_t>(nb));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
-    return bs[static_cast<size_t>(x)] > bs[static_cast<size_t>(y)];
-  });
-  std::vector<int32_t> keep;
-  for (int32_t b : order) {
-    if (static_cast<int>(keep.size()) == topk_blocks || bs[static_cast<size_t>(b)] == -inf) break;
-    keep.push_back(b);
-  }
-  std::sort(keep.begin(), keep.end());
-  return keep;
-}
-
-// The top-k visible entries by score (ties and -inf: lower index first), in ascending order.
-std::vector<int32_t> select_topk(const float* scores, int64_t visible, int topk) {
-  std::vector<int32_t> order(static_cast<size_t>(visible));
-  std::iota(order.begin(), order.end(), 0);
-  const int64_t k = std::min<int64_t>(topk, visible);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t x, int32_t y) {
-    return scores[x] > scores[y] || (scores[x] == scores[y] && x < y);
-  });
-  order.resize(static_cast<size_t>(k));
-  std::sort(order.begin(), order.end());
-  return order;
-}
-
-}  // namespace
-
 void Model::index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstRowsView qr) const {
   const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
   const ModelConfig& c = config_;
@@ -172,54 +126,83 @@ void Model::index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstR
 
   const bool is_candidate_source = layer == c.candidate_source_layer;
   const bool uses_candidates = c.candidate_source_layer >= 0 && c.candidate_source_layer < layer;
-  auto& selection = ctx.selections[layer];
-  selection.assign(static_cast<size_t>(T), {});
-  for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
-    SequenceState& seq = *ctx.chunks[ch].seq;
-    const int64_t n_entries = seq.streams[static_cast<size_t>(stream)].num_entries;
-    const int64_t row0 = ctx.chunk_row_begin[ch];
-    const int64_t rows = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
-    std::vector<const float*> keys(static_cast<size_t>(n_entries));
-    for (int64_t e = 0; e < n_entries; ++e)
-      keys[static_cast<size_t>(e)] = ctx.pool->index_key_row(seq, stream, e);
-    std::vector<int64_t> visible(static_cast<size_t>(rows));
-    for (int64_t i = 0; i < rows; ++i)
-      visible[static_cast<size_t>(i)] = (ctx.positions[static_cast<size_t>(row0 + i)] + 1) / ratio;
-    Buffer scores_d(*ops_, rows, n_entries);
-    backend::IndexScoreArgs args;
-    args.q = q.data() + row0 * Hi * Di;
-    args.weights = w_d.data() + row0 * Hi;
-    args.num_queries = rows;
-    args.num_heads = static_cast<int>(Hi);
-    args.head_dim = static_cast<int>(Di);
-    args.keys = keys.data();
-    args.num_keys = n_entries;
-    args.num_visible = visible.data();
-    args.scores = scores_d.data();
-    if (n_entries > 0) ops_->index_scores(args);
-    std::vector<float> scores = scores_d.to_host();
-    for (int64_t i = 0; i < rows; ++i) {
-      float* s = scores.data() + i * n_entries;
-      const int64_t vis = visible[static_cast<size_t>(i)];
-      const size_t row = static_cast<size_t>(row0 + i);
-      if (is_candidate_source) {
-        ctx.candidate_blocks[row] =
-            candidate_blocks(s, vis, c.candidate_block_size, c.candidate_topk_blocks);
-      } else if (uses_candidates) {
-        const auto& blocks = ctx.candidate_blocks[row];
-        for (int64_t e = 0; e < vis; ++e) {
-          if (!std::binary_search(blocks.begin(), blocks.end(),
-                                  static_cast<int32_t>(e / c.candidate_block_size))) {
-            s[e] = -std::numeric_limits<float>::infinity();
-          }
-        }
-      }
-      selection[row] = select_topk(s, vis, c.index_topk);
+  // Every row keeps min(topk, visible) entries (and min(topk_blocks, its blocks) candidate
+  // blocks): the lists' widths are known here, before any score exists.
+  std::vector<int64_t> visible(static_cast<size_t>(T));
+  int width = 0, block_width = 0;
+  for (int64_t r = 0; r < T; ++r) {
+    const int64_t vis = (ctx.positions[static_cast<size_t>(r)] + 1) / ratio;
+    visible[static_cast<size_t>(r)] = vis;
+    width = std::max<int>(width, static_cast<int>(std::min<int64_t>(c.index_topk, vis)));
+    if (is_candidate_source) {
+      const int64_t blocks = (vis + c.candidate_block_size - 1) / c.candidate_block_size;
+      block_width = std::max<int>(
+          block_width, static_cast<int>(std::min<int64_t>(c.candidate_topk_blocks, blocks)));
     }
   }
+  RowLists& selection = ctx.selections[layer];
+  selection = RowLists(*ops_, T, width);
+  if (is_candidate_source) ctx.candidate_blocks = RowLists(*ops_, T, block_width);
+  // One call for every row: each row reads its sequence's keys through its page table, and the
+  // score rows are as wide as the longest sequence's entries (-inf past a row's visible ones).
+  std::vector<int32_t> pages;
+  std::vector<int64_t> page_offset(static_cast<size_t>(T));
+  int64_t n_keys = 0;
+  for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
+    const CompressedStream& cs = ctx.chunks[ch].seq->streams[static_cast<size_t>(stream)];
+    const int64_t row0 = ctx.chunk_row_begin[ch];
+    const int64_t rows = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
+    std::fill_n(page_offset.begin() + row0, rows, static_cast<int64_t>(pages.size()));
+    pages.insert(pages.end(), cs.pages.begin(), cs.pages.end());
+    n_keys = std::max(n_keys, cs.num_entries);
+  }
+  Buffer scores(*ops_, T, n_keys);
+  if (n_keys > 0) {
+    backend::IndexScoreArgs args;
+    args.q = q.data();
+    args.weights = w_d.data();
+    args.num_queries = T;
+    args.num_heads = static_cast<int>(Hi);
+    args.head_dim = static_cast<int>(Di);
+    args.key_pool = ctx.pool->index_key_pool(stream);
+    args.pages = pages.data();
+    args.num_pages = static_cast<int64_t>(pages.size());
+    args.page_offset = page_offset.data();
+    args.entries_per_page = ctx.pool->entries_per_page();
+    args.num_keys = n_keys;
+    args.num_visible = visible.data();
+    args.scores = scores.data();
+    ops_->index_scores(args);
+  }
+  if (is_candidate_source) {
+    backend::CandidateBlockArgs cb;
+    cb.scores = scores.data();
+    cb.num_queries = T;
+    cb.num_keys = n_keys;
+    cb.num_visible = visible.data();
+    cb.block_size = c.candidate_block_size;
+    cb.topk_blocks = c.candidate_topk_blocks;
+    cb.blocks = ctx.candidate_blocks.row(0);
+    cb.width = block_width;
+    ops_->candidate_blocks(cb);
+  }
+  backend::IndexTopkArgs tk;
+  tk.scores = scores.data();
+  tk.num_queries = T;
+  tk.num_keys = n_keys;
+  tk.num_visible = visible.data();
+  tk.topk = c.index_topk;
+  if (uses_candidates) {
+    tk.blocks = ctx.candidate_blocks.row(0);
+    tk.num_blocks = ctx.candidate_blocks.width;
+    tk.block_size = c.candidate_block_size;
+  }
+  tk.selected = selection.row(0);
+  tk.width = width;
+  ops_->index_topk(tk);
   if (ctx.trace) {
-    ctx.trace->selections[layer] = selection;
-    if (is_candidate_source) ctx.trace->candidate_blocks[layer] = ctx.candidate_blocks;
+    ctx.trace->selections[layer] = selection.to_host();
+    if (is_candidate_source) ctx.trace->candidate_blocks[layer] = ctx.candidate_blocks.to_host();
   }
 }
 

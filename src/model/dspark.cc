@@ -13,11 +13,9 @@ namespace di::model {
 void Model::seed_dspark(ForwardContext& ctx) const {
   const ModelConfig& c = config_;
   const int64_t T = ctx.num_rows, dim = c.dim, D = c.head_dim, win = c.window_size;
-  const int64_t nt = static_cast<int64_t>(c.dspark_target_layer_ids.size());
   Buffer main_x(*ops_, T, dim), kv(*ops_, T, D);
-  const Buffer hidden = backend::upload_rows(*ops_, ctx.main_hidden, nt * dim);
   RowsView mx = main_x.view(), kv_v = kv.view();
-  ops_->linear(hidden.view(), weights_.dspark.main_proj, mx, true);
+  ops_->linear(ctx.main_hidden.view(), weights_.dspark.main_proj, mx, true);
   ops_->rms_norm(mx, weights_.dspark.main_norm.data(), c.norm_eps, mx);
   for (int layer = c.n_layers; layer < c.num_total_layers(); ++layer) {
     const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;

@@ -4,6 +4,7 @@
 // trace for checks.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -32,6 +33,21 @@ struct ForwardTrace {
   std::map<int, std::vector<std::vector<int32_t>>> candidate_blocks;  // candidate source -> per row
 };
 
+// Per-row index lists in backend memory: [rows, width] int32 (in a float buffer), each row's
+// entries first, then -1. The indexer writes them on the backend, so a decode step's selection
+// and the attention key lists built from it never wait for the host.
+struct RowLists {
+  RowLists() = default;
+  RowLists(const backend::Memory& memory, int64_t rows, int width)
+      : data(memory, rows, std::max(width, 1)), width(width) {}
+  int32_t* row(int64_t r) const { return reinterpret_cast<int32_t*>(data.data()) + r * width; }
+  // Host copy, each row without its -1 padding (traces and checks; a device backend waits).
+  std::vector<std::vector<int32_t>> to_host() const;
+
+  backend::Buffer data;
+  int width = 0;
+};
+
 struct ForwardContext {
   StatePool* pool = nullptr;
   std::vector<SequenceChunk> chunks;
@@ -47,10 +63,10 @@ struct ForwardContext {
   std::vector<engram::NgramHistory> engram_next_history;  // per chunk, committed by end_forward
   // Published within the call: index source layer -> per row, the selected compressed entries in
   // ascending order; candidate blocks per row from the candidate source.
-  std::map<int, std::vector<std::vector<int32_t>>> selections;
-  std::vector<std::vector<int32_t>> candidate_blocks;
+  std::map<int, RowLists> selections;
+  RowLists candidate_blocks;
   // DSpark input: the mean over hc copies of each target layer's block input, [rows, n_t * dim].
-  std::vector<float> main_hidden;
+  backend::Buffer main_hidden;  // backend memory
   ForwardTrace* trace = nullptr;
 };
 

@@ -99,7 +99,7 @@ Status Model::begin_forward(ForwardContext& ctx) const {
   }
   ctx.num_rows = static_cast<int64_t>(ctx.tokens.size());
   ctx.selections.clear();
-  ctx.candidate_blocks.assign(static_cast<size_t>(ctx.num_rows), {});
+  ctx.candidate_blocks = RowLists();
   ctx.engram_hashes.clear();
   ctx.engram_next_history.clear();
   if (hasher_) {
@@ -129,9 +129,10 @@ Status Model::begin_forward(ForwardContext& ctx) const {
     }
   }
   if (config_.has_dspark()) {
-    ctx.main_hidden.assign(
-        static_cast<size_t>(ctx.num_rows) * config_.dspark_target_layer_ids.size() * config_.dim,
-        0.0f);
+    const int64_t width =
+        static_cast<int64_t>(config_.dspark_target_layer_ids.size()) * config_.dim;
+    ctx.main_hidden = Buffer(*ops_, ctx.num_rows, width);
+    ops_->fill(ctx.main_hidden.data(), 0.0f, ctx.num_rows * width);
   }
   return Status();
 }
@@ -263,7 +264,7 @@ Status Model::forward(ForwardContext& ctx,
   });
   for (int l = 0; l < config_.n_layers; ++l) {
     if (replay && l == late) {
-      kept = narrow_to_replay_tail(ctx, tail);
+      kept = narrow_to_replay_tail(*ops_, ctx, tail);
       active = &tail;
       Buffer tx(*ops_, tail.num_rows, width), tp(*ops_, tail.num_rows, config_.hc_mult);
       ops_->gather_rows(x.view(), kept.data(), tx.view());
@@ -293,20 +294,35 @@ void Model::record_dspark_input(int layer, ForwardContext& ctx, ConstRowsView x)
   const auto& targets = config_.dspark_target_layer_ids;
   auto it = std::find(targets.begin(), targets.end(), layer);
   if (!config_.has_dspark() || it == targets.end()) return;
-  // DSpark reads the mean over copies of its target layers' block inputs (bf16).
+  // DSpark reads the mean over copies of its target layers' block inputs (bf16): fp32 sum in copy
+  // order, divided by hc, rounded. With hc a power of two that is hc_collapse with weights 1/hc
+  // (scaling by a power of two commutes with each rounding), on the backend without a wait.
   const int64_t t = it - targets.begin();
   const int64_t nt = static_cast<int64_t>(targets.size());
-  std::vector<float> host(static_cast<size_t>(x.rows * x.cols));
+  const int hc = config_.hc_mult;
+  const int64_t dim = config_.dim;
+  float* dst = ctx.main_hidden.data() + t * dim;
+  if ((hc & (hc - 1)) == 0) {
+    const std::vector<float> weights(static_cast<size_t>(x.rows * hc),
+                                     1.0f / static_cast<float>(hc));
+    const Buffer pre = backend::upload_rows(*ops_, weights, hc);
+    Buffer mean(*ops_, x.rows, dim);
+    ops_->hc_collapse(x, pre.data(), hc, mean.view());
+    ops_->copy_2d(mean.data(), dim, dst, nt * dim, dim, x.rows);
+    return;
+  }
+  std::vector<float> host(static_cast<size_t>(x.rows * x.cols)),
+      mean(static_cast<size_t>(x.rows * dim));
   ops_->download(x.data, host.data(), x.rows * x.cols);
-  for (int64_t r = 0; r < ctx.num_rows; ++r) {
-    for (int64_t d = 0; d < config_.dim; ++d) {
+  for (int64_t r = 0; r < x.rows; ++r) {
+    for (int64_t d = 0; d < dim; ++d) {
       float s = 0;
-      for (int k = 0; k < config_.hc_mult; ++k)
-        s += host[static_cast<size_t>(r * x.cols + k * config_.dim + d)];
-      ctx.main_hidden[static_cast<size_t>((r * nt + t) * config_.dim + d)] =
-          round_bf16(s / static_cast<float>(config_.hc_mult));
+      for (int k = 0; k < hc; ++k) s += host[static_cast<size_t>(r * x.cols + k * dim + d)];
+      mean[static_cast<size_t>(r * dim + d)] = round_bf16(s / static_cast<float>(hc));
     }
   }
+  const Buffer m = backend::upload_rows(*ops_, mean, dim);
+  ops_->copy_2d(m.data(), dim, dst, nt * dim, dim, x.rows);
 }
 
 }  // namespace di::model

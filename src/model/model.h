@@ -40,10 +40,9 @@ struct DraftResult {
 // Bounded replay (bounded_replay.cc): the rows of `ctx` at or after each chunk's replay_from, as
 // a context of their own in `tail` (selections, candidates and DSpark inputs carried along);
 // marks the skipped window slots of the late layers as missing. Returns the kept rows' indices.
-std::vector<int64_t> narrow_to_replay_tail(ForwardContext& ctx, ForwardContext& tail);
-std::vector<float> gather_rows(const std::vector<float>& v,
-                               int64_t width,
-                               const std::vector<int64_t>& rows);
+std::vector<int64_t> narrow_to_replay_tail(const backend::Memory& memory,
+                                           ForwardContext& ctx,
+                                           ForwardContext& tail);
 
 class Model {
  public:
@@ -109,7 +108,8 @@ class Model {
   // ([T, num_window] FP8 rows; indices from window_pool_rows on are this call's fresh rows),
   // then compressed entries ([T, num_compressed] FP4 rows of `stream`); -1 marks an empty slot.
   struct KeyLists {
-    std::vector<int32_t> window, compressed;
+    std::vector<int32_t> window;          // host [T, num_window], uploaded by attend
+    const int32_t* compressed = nullptr;  // backend [T, num_compressed]
     int num_window = 0, num_compressed = 0;
     int stream = -1;
   };

@@ -128,6 +128,10 @@ class StatePool {
   uint8_t* compressed_kv_pool(int stream) const { return compressed_kv_[stream].data(); }
   int32_t compressed_kv_row_index(const SequenceState& seq, int stream, int64_t entry) const;
   float* index_key_row(SequenceState& seq, int stream, int64_t entry);
+  // A stream's index-key rows (fp32, index_head_dim each), addressed like the compressed KV.
+  const float* index_key_pool(int stream) const {
+    return reinterpret_cast<const float*>(index_keys_[stream].data());
+  }
   // The compressor carry of a ratio > 1 stream for `seq`'s slot: `ratio` fp32 rows of head_dim
   // each for the projected KV and for the gate scores, row i holding position p with
   // p % ratio == i of the group being filled. Backend memory, contiguous, so that a completed
@@ -151,6 +155,8 @@ class StatePool {
 
   int64_t bytes() const;
   int max_sequences() const { return options_.max_sequences; }
+  // Compressed entries per page (the page tables' granularity, for backend-side row lookups).
+  int entries_per_page() const { return options_.entries_per_page; }
 
  private:
   ModelConfig config_;

@@ -1,5 +1,6 @@
 #include "backend/cpu/cpu_ops.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/ref/attention.h"
@@ -129,10 +130,18 @@ void CpuOps::kv_attention(const KvAttentionArgs& a) const {
 
 void CpuOps::index_scores(const IndexScoreArgs& a) const {
   const int64_t q_stride = static_cast<int64_t>(a.num_heads) * a.head_dim;
+  const int64_t per = a.entries_per_page;
   pool_.parallel_for(a.num_queries, 1, [&](int64_t b, int64_t e) {
+    std::vector<const float*> keys;
     for (int64_t t = b; t < e; ++t) {
+      const int64_t vis = std::min(a.num_visible[t], a.num_keys);
+      keys.resize(static_cast<size_t>(vis));
+      for (int64_t s = 0; s < vis; ++s) {
+        const int64_t row = a.pages[a.page_offset[t] + s / per] * per + s % per;
+        keys[static_cast<size_t>(s)] = a.key_pool + row * a.head_dim;
+      }
       kernels::index_scores_query(a.q + t * q_stride, a.weights + t * a.num_heads, a.num_heads,
-                                  a.head_dim, a.keys, a.num_keys, a.num_visible[t],
+                                  a.head_dim, keys.data(), a.num_keys, vis,
                                   a.scores + t * a.num_keys);
     }
   });

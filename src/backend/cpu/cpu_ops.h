@@ -31,6 +31,9 @@ class CpuOps final : public Ops {
                 uint8_t* pool) const override;
   void kv_attention(const KvAttentionArgs& args) const override;
   void index_scores(const IndexScoreArgs& args) const override;
+  void index_topk(const IndexTopkArgs& args) const override;
+  void candidate_blocks(const CandidateBlockArgs& args) const override;
+  void paged_rows(const PagedRowsArgs& args) const override;
   void hc_mixes(ConstRowsView x,
                 const float* fn,
                 const float* scale,

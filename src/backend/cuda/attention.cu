@@ -108,12 +108,17 @@ __global__ void __launch_bounds__(kAttnThreads) sparse_attention_kernel(const fl
   for (int d = threadIdx.x; d < dim; d += blockDim.x) oh[d] = round_bf16(__fdiv_rn(acc[d], total));
 }
 
+__device__ __forceinline__ const float* key_row(const PagedKeys& k, int64_t t, int64_t s, int dim) {
+  const int64_t row = int64_t{k.pages[k.page_offset[t] + s / k.per]} * k.per + s % k.per;
+  return k.pool + row * dim;
+}
+
 __global__ void index_scores_kernel(const float* q,
                                     const float* w,
                                     int64_t num_queries,
                                     int heads,
                                     int dim,
-                                    const float* keys,
+                                    PagedKeys keys,
                                     int64_t num_keys,
                                     const int64_t* num_visible,
                                     float* scores) {
@@ -124,9 +129,10 @@ __global__ void index_scores_kernel(const float* q,
     scores[i] = -INFINITY;
     return;
   }
+  const float* key = key_row(keys, t, s, dim);
   float total = 0.0f;
   for (int h = 0; h < heads; ++h) {
-    const float dot = round_bf16(dot8(q + (t * heads + h) * dim, keys + s * dim, dim));
+    const float dot = round_bf16(dot8(q + (t * heads + h) * dim, key, dim));
     total = __fadd_rn(total, round_bf16(__fmul_rn(fmaxf(dot, 0.0f), w[t * heads + h])));
   }
   scores[i] = round_bf16(total);
@@ -141,7 +147,7 @@ __global__ void index_scores_pair_kernel(const float* q,
                                          const float* w,
                                          int heads,
                                          int dim,
-                                         const float* keys,
+                                         PagedKeys keys,
                                          int64_t num_keys,
                                          const int64_t* num_visible,
                                          float* scores) {
@@ -152,7 +158,8 @@ __global__ void index_scores_pair_kernel(const float* q,
     if (threadIdx.x == 0) scores[i] = -INFINITY;
     return;
   }
-  for (int d = threadIdx.x; d < dim; d += blockDim.x) key[d] = keys[s * dim + d];
+  const float* row = key_row(keys, t, s, dim);
+  for (int d = threadIdx.x; d < dim; d += blockDim.x) key[d] = row[d];
   __syncthreads();
   for (int h = threadIdx.x; h < heads; h += blockDim.x) {
     const float dot = round_bf16(dot8(q + (t * heads + h) * dim, key, dim));
@@ -190,7 +197,7 @@ cudaError_t index_scores(const float* q,
                          int64_t num_queries,
                          int num_heads,
                          int head_dim,
-                         const float* keys,
+                         const PagedKeys& keys,
                          int64_t num_keys,
                          const int64_t* num_visible,
                          float* scores,

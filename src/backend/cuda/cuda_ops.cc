@@ -208,14 +208,24 @@ void CudaOps::sparse_attention(const SparseAttentionArgs& a) const {
 void CudaOps::index_scores(const IndexScoreArgs& a) const {
   Impl& m = *impl_;
   m.run("index_scores", [&]() -> Status {
-    DI_ASSIGN_OR_RETURN(const float* const* dptrs,
-                        m.upload(a.keys, static_cast<size_t>(a.num_keys)));
-    DI_ASSIGN_OR_RETURN(float* dk, m.scratch<float>(static_cast<size_t>(a.num_keys * a.head_dim)));
-    DI_CUDA_RETURN_IF_ERROR(cuda::gather_pointed_rows(dptrs, a.num_keys, a.head_dim, dk, m.stream));
+    if (a.num_queries == 0 || a.num_keys == 0) return {};
+    if (a.entries_per_page <= 0) {
+      return Status(StatusCode::kInvalidArgument, "index_scores: entries_per_page must be > 0");
+    }
+    // Page tables and visible counts are host metadata: one upload each, no key gather.
+    cuda::PagedKeys keys;
+    keys.pool = a.key_pool;
+    keys.per = a.entries_per_page;
+    if (a.num_pages > 0) {
+      DI_ASSIGN_OR_RETURN(keys.pages, m.upload(a.pages, static_cast<size_t>(a.num_pages)));
+    }
+    DI_ASSIGN_OR_RETURN(keys.page_offset,
+                        m.upload(a.page_offset, static_cast<size_t>(a.num_queries)));
     DI_ASSIGN_OR_RETURN(const int64_t* dv,
                         m.upload(a.num_visible, static_cast<size_t>(a.num_queries)));
     DI_CUDA_RETURN_IF_ERROR(cuda::index_scores(a.q, a.weights, a.num_queries, a.num_heads,
-                                               a.head_dim, dk, a.num_keys, dv, a.scores, m.stream));
+                                               a.head_dim, keys, a.num_keys, dv, a.scores,
+                                               m.stream));
     return {};
   });
 }

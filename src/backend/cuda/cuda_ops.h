@@ -82,6 +82,9 @@ class CudaOps final : public Ops {
   // Tensor cores at 64 heads x 512 (within tolerance of the CPU), else bitwise (cuda_ops_kv.cc).
   void kv_attention(const KvAttentionArgs& args) const override;
   void index_scores(const IndexScoreArgs& args) const override;
+  void index_topk(const IndexTopkArgs& args) const override;
+  void candidate_blocks(const CandidateBlockArgs& args) const override;
+  void paged_rows(const PagedRowsArgs& args) const override;
   void hc_mixes(ConstRowsView x,
                 const float* fn,
                 const float* scale,

@@ -288,13 +288,21 @@ cudaError_t sparse_attention(const float* q,
                              float softmax_scale,
                              float* out,
                              cudaStream_t s);
-// Indexer scores over contiguous key rows [num_keys, head_dim] (bitwise).
+// Index-key rows in a paged pool (ops.h IndexScoreArgs): key s of query t is pool row
+// pages[page_offset[t] + s / per] * per + s % per, head_dim floats each.
+struct PagedKeys {
+  const float* pool = nullptr;
+  const int32_t* pages = nullptr;
+  const int64_t* page_offset = nullptr;
+  int per = 1;
+};
+// Indexer scores over paged key rows (bitwise).
 cudaError_t index_scores(const float* q,
                          const float* weights,
                          int64_t num_queries,
                          int num_heads,
                          int head_dim,
-                         const float* keys,
+                         const PagedKeys& keys,
                          int64_t num_keys,
                          const int64_t* num_visible,
                          float* scores,

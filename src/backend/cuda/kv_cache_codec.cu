@@ -106,6 +106,26 @@ __global__ void from_bf16_kernel(const uint16_t* __restrict__ x,
   if (i < n) out[i] = __uint_as_float(static_cast<uint32_t>(x[i]) << 16);
 }
 
+__global__ void slots_kernel(const int32_t* __restrict__ window_index,
+                             int num_window,
+                             const int32_t* __restrict__ compressed_index,
+                             int num_compressed,
+                             int64_t num_queries,
+                             int32_t* __restrict__ slot) {
+  const int64_t keys = static_cast<int64_t>(num_window) + num_compressed;
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= num_queries * keys) return;
+  const int64_t t = i / keys, j = i % keys;
+  if (j < num_window) {
+    slot[i] = window_index[t * num_window + j] < 0 ? -1 : static_cast<int32_t>(t * num_window + j);
+  } else {
+    const int64_t c = j - num_window;
+    slot[i] = compressed_index[t * num_compressed + c] < 0
+                  ? -1
+                  : static_cast<int32_t>(num_queries * num_window + t * num_compressed + c);
+  }
+}
+
 unsigned grid(int64_t n) {
   return static_cast<unsigned>((n + kThreads - 1) / kThreads);
 }
@@ -146,6 +166,21 @@ cudaError_t decode_kv_rows_f32(const uint8_t* pool,
   decode_kernel<<<grid(num_rows * dim), kThreads, 0, stream>>>(
       pool, pool_rows, fresh, format == KvFormat::kFp8, dim, kv_row_stride(format, dim), index,
       num_rows, out);
+  return cudaGetLastError();
+}
+
+cudaError_t kv_table_slots(const int32_t* window_index,
+                           int num_window,
+                           const int32_t* compressed_index,
+                           int num_compressed,
+                           int64_t num_queries,
+                           int32_t* slot,
+                           cudaStream_t stream) {
+  const int64_t keys = static_cast<int64_t>(num_window) + num_compressed;
+  const int64_t n = num_queries * keys;
+  if (n <= 0) return n == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  slots_kernel<<<grid(n), kThreads, 0, stream>>>(window_index, num_window, compressed_index,
+                                                 num_compressed, num_queries, slot);
   return cudaGetLastError();
 }
 

@@ -35,6 +35,17 @@ cudaError_t decode_kv_rows_f32(const uint8_t* pool,
                                float* out,
                                cudaStream_t stream);
 
+// The exact attention path's key slots over a table of decoded rows laid out as every query's
+// window rows [num_queries * num_window] then every query's compressed rows: slot[t, j] is that
+// table row of key j of query t, or -1 where window_index / compressed_index hold -1.
+cudaError_t kv_table_slots(const int32_t* window_index,
+                           int num_window,
+                           const int32_t* compressed_index,
+                           int num_compressed,
+                           int64_t num_queries,
+                           int32_t* slot,
+                           cudaStream_t stream);
+
 // Exact conversions between bf16-exact fp32 and bf16 bits (the tensor-core attention's q and out).
 cudaError_t f32_to_bf16_bits(const float* x, int64_t n, uint16_t* out, cudaStream_t stream);
 cudaError_t bf16_bits_to_f32(const uint16_t* x, int64_t n, float* out, cudaStream_t stream);

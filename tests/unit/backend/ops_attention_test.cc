@@ -69,11 +69,32 @@ TEST(IndexScores, MatchesBf16Reference) {
   auto q = random_vector(static_cast<size_t>(Q * H * D), 5);
   auto w = random_vector(static_cast<size_t>(Q * H), 6, 0.1f);
   auto k = random_vector(static_cast<size_t>(N * D), 7);
-  std::vector<const float*> keys;
-  for (int i = 0; i < N; ++i) keys.push_back(k.data() + i * D);
+  // Keys in a paged pool of 4-entry pages, stored in reverse page order: key s lives in pool
+  // row (4 - s / 4) * 4 + s % 4 (pool pages 0 .. 4 hold key pages 4 .. 0).
+  const int per = 4;
+  std::vector<float> key_pool(static_cast<size_t>(N * D));
+  const std::vector<int32_t> pages = {4, 3, 2, 1, 0};
+  for (int s = 0; s < N; ++s) {
+    std::copy_n(k.begin() + s * D, D, key_pool.begin() + (pages[s / per] * per + s % per) * D);
+  }
+  const std::vector<int64_t> page_offset = {0, 0, 0};
   std::vector<int64_t> visible = {0, 7, 20};
   auto scores = poisoned(static_cast<size_t>(Q * N));
-  ops.index_scores({q.data(), w.data(), Q, H, D, keys.data(), N, visible.data(), scores.data()});
+  IndexScoreArgs a;
+  a.q = q.data();
+  a.weights = w.data();
+  a.num_queries = Q;
+  a.num_heads = H;
+  a.head_dim = D;
+  a.key_pool = key_pool.data();
+  a.pages = pages.data();
+  a.num_pages = 5;
+  a.page_offset = page_offset.data();
+  a.entries_per_page = per;
+  a.num_keys = N;
+  a.num_visible = visible.data();
+  a.scores = scores.data();
+  ops.index_scores(a);
   for (int t = 0; t < Q; ++t)
     for (int s = 0; s < N; ++s) {
       float got = scores[static_cast<size_t>(t * N + s)];

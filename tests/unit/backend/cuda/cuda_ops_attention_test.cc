@@ -1,5 +1,7 @@
 // CudaOps sparse attention and indexer scores against CpuOps, and the error path: a device error
 // is latched in status() rather than aborting.
+#include <numeric>
+
 #include "cuda_test_util.h"
 
 namespace di::backend::testing {
@@ -40,9 +42,21 @@ void index_scores_case(
     const Ops& cpu_ops, const Ops& gpu_ops, int64_t nq, int64_t nk, int heads, int dim) {
   auto q = random_rows(static_cast<size_t>(nq * heads * dim), 71);
   auto w = random_rows(static_cast<size_t>(nq * heads), 72);
-  auto k = random_rows(static_cast<size_t>(nk * dim), 73);
-  std::vector<const float*> keys;
-  for (int64_t s = 0; s < nk; ++s) keys.push_back(k.data() + s * dim);
+  // Every query reads its own page table over one pool of 16-entry pages (shuffled pages).
+  const int per = 16;
+  const int64_t pages_per_query = (nk + per - 1) / per;
+  const int64_t pool_pages = pages_per_query + 5;
+  auto pool = random_rows(static_cast<size_t>(pool_pages * per * dim), 73);
+  std::vector<int32_t> pages;
+  std::vector<int64_t> page_offset;
+  std::mt19937 rng(74);
+  for (int64_t t = 0; t < nq; ++t) {
+    std::vector<int32_t> order(static_cast<size_t>(pool_pages));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    page_offset.push_back(static_cast<int64_t>(pages.size()));
+    pages.insert(pages.end(), order.begin(), order.begin() + pages_per_query);
+  }
   std::vector<int64_t> visible(static_cast<size_t>(nq), nk);
   visible[1] = 3;
   visible[2] = 0;
@@ -52,7 +66,11 @@ void index_scores_case(
   a.num_queries = nq;
   a.num_heads = heads;
   a.head_dim = dim;
-  a.keys = keys.data();
+  a.key_pool = pool.data();
+  a.pages = pages.data();
+  a.num_pages = static_cast<int64_t>(pages.size());
+  a.page_offset = page_offset.data();
+  a.entries_per_page = per;
   a.num_keys = nk;
   a.num_visible = visible.data();
   Rows cpu(static_cast<size_t>(nq * nk)), gpu(cpu.size(), NAN);

@@ -16,7 +16,7 @@ struct KvProblem {
   int64_t pool_rows = 0, comp_rows = 0;
   Rows q, sink;
   Bytes win_pool, fresh, comp_pool;
-  std::vector<int32_t> wi, ci;
+  ManagedVector<int32_t> wi, ci;  // index lists are backend memory
 };
 
 KvProblem make_kv_problem(const Ops& ops, int H, int D, int Q, int W, int C, uint32_t seed) {

@@ -1,0 +1,252 @@
+// Device selections of the indexer (index_select.h). One CTA per row keeps a row's choice
+// independent of the others (batch invariance) and needs no inter-CTA traffic; a decode row has
+// a few thousand scores, so four passes over them stay in L1/L2.
+#include <cub/block/block_scan.cuh>
+
+#include "backend/cuda/index_select.h"
+
+namespace di::backend::cuda {
+
+namespace {
+
+constexpr int kThreads = 512;
+constexpr uint32_t kNegInfKey = 0x007fffffu;  // order_key(-inf)
+
+// Larger float -> larger key; -0.0 ranks as +0.0 (they compare equal on the CPU).
+__device__ __forceinline__ uint32_t order_key(float f) {
+  uint32_t b = __float_as_uint(f);
+  if (b == 0x80000000u) b = 0;
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+struct TopkShared {
+  typename cub::BlockScan<int, kThreads>::TempStorage scan;
+  int hist[256];
+  int digit, remaining, count;
+};
+
+// The k largest keys among key_of(i), i < n (ties: lower index), written ascending to out, then
+// -1 up to width. With skip_neg_inf, -inf keys are absent (never chosen).
+template <class KeyOf>
+__device__ void block_topk(
+    KeyOf key_of, int64_t n, int k, bool skip_neg_inf, int32_t* out, int width, TopkShared& sm) {
+  const int tid = threadIdx.x;
+  if (skip_neg_inf) {
+    if (tid == 0) sm.count = 0;
+    __syncthreads();
+    int c = 0;
+    for (int64_t i = tid; i < n; i += kThreads) c += key_of(i) != kNegInfKey;
+    atomicAdd(&sm.count, c);
+    __syncthreads();
+    k = static_cast<int>(min(static_cast<int64_t>(k), static_cast<int64_t>(sm.count)));
+  } else {
+    k = static_cast<int>(min(static_cast<int64_t>(k), n));
+  }
+  uint32_t prefix = 0, mask = 0;
+  if (tid == 0) sm.remaining = k;
+  for (int shift = 24; k > 0 && shift >= 0; shift -= 8) {
+    for (int i = tid; i < 256; i += kThreads) sm.hist[i] = 0;
+    __syncthreads();
+    for (int64_t i = tid; i < n; i += kThreads) {
+      const uint32_t key = key_of(i);
+      if ((skip_neg_inf && key == kNegInfKey) || (key & mask) != prefix) continue;
+      atomicAdd(&sm.hist[(key >> shift) & 255], 1);
+    }
+    __syncthreads();
+    if (tid < 32) {
+      // Lane l holds digits 255 - 8l .. 248 - 8l (descending): find the digit where the count of
+      // larger-or-equal keys first reaches `remaining`.
+      int c[8], lane_sum = 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) lane_sum += c[j] = sm.hist[255 - 8 * tid - j];
+      int incl = lane_sum;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (tid >= o) incl += v;
+      }
+      const int need = sm.remaining;
+      const unsigned hit = __ballot_sync(0xffffffffu, incl >= need);
+      const int lane = __ffs(hit) - 1;
+      if (tid == lane) {
+        int acc = incl - lane_sum;
+        for (int j = 0; j < 8; ++j) {
+          if (acc + c[j] >= need) {
+            sm.digit = 255 - 8 * tid - j;
+            sm.remaining = need - acc;
+            break;
+          }
+          acc += c[j];
+        }
+      }
+    }
+    __syncthreads();
+    prefix |= static_cast<uint32_t>(sm.digit) << shift;
+    mask |= 0xffu << shift;
+  }
+  // Compaction in index order: keys above the threshold, and the first `remaining` equal ones.
+  const int need_eq = k > 0 ? sm.remaining : 0;
+  __syncthreads();
+  int eq_base = 0, sel_base = 0;
+  for (int64_t base = 0; k > 0 && base < n && sel_base < k; base += kThreads) {
+    const int64_t i = base + tid;
+    bool gt = false, eq = false;
+    if (i < n) {
+      const uint32_t key = key_of(i);
+      const bool present = !(skip_neg_inf && key == kNegInfKey);
+      gt = present && key > prefix;
+      eq = present && key == prefix;
+    }
+    int eq_rank = 0, eq_total = 0;
+    cub::BlockScan<int, kThreads>(sm.scan).ExclusiveSum(eq ? 1 : 0, eq_rank, eq_total);
+    __syncthreads();
+    const bool sel = gt || (eq && eq_base + eq_rank < need_eq);
+    int pos = 0, sel_total = 0;
+    cub::BlockScan<int, kThreads>(sm.scan).ExclusiveSum(sel ? 1 : 0, pos, sel_total);
+    __syncthreads();
+    if (sel) out[sel_base + pos] = static_cast<int32_t>(i);
+    eq_base += eq_total;
+    sel_base += sel_total;
+  }
+  for (int j = max(k, 0) + tid; j < width; j += kThreads) out[j] = -1;
+}
+
+__global__ void __launch_bounds__(kThreads) index_topk_kernel(const float* scores,
+                                                              int64_t num_keys,
+                                                              const int64_t* visible,
+                                                              int topk,
+                                                              const int32_t* blocks,
+                                                              int num_blocks,
+                                                              int block_size,
+                                                              int32_t* selected,
+                                                              int width) {
+  __shared__ TopkShared sm;
+  extern __shared__ uint32_t allowed[];  // bitmap over blocks (when blocks != nullptr)
+  const int64_t t = blockIdx.x;
+  const float* s = scores + t * num_keys;
+  const int64_t n = min(visible[t], num_keys);
+  if (blocks) {
+    const int64_t words = ((num_keys + block_size - 1) / block_size + 31) / 32;
+    for (int64_t w = threadIdx.x; w < words; w += kThreads) allowed[w] = 0;
+    __syncthreads();
+    const int32_t* b = blocks + t * num_blocks;
+    for (int j = threadIdx.x; j < num_blocks; j += kThreads) {
+      if (b[j] >= 0 && b[j] < words * 32) atomicOr(&allowed[b[j] >> 5], 1u << (b[j] & 31));
+    }
+    __syncthreads();
+    auto key_of = [&](int64_t i) {
+      const int64_t blk = i / block_size;
+      return (allowed[blk >> 5] >> (blk & 31)) & 1u ? order_key(s[i]) : kNegInfKey;
+    };
+    block_topk(key_of, n, topk, false, selected + t * width, width, sm);
+  } else {
+    block_topk([&](int64_t i) { return order_key(s[i]); }, n, topk, false, selected + t * width,
+               width, sm);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) candidate_blocks_kernel(const float* scores,
+                                                                    int64_t num_keys,
+                                                                    const int64_t* visible,
+                                                                    int block_size,
+                                                                    int topk_blocks,
+                                                                    float* scratch,
+                                                                    int64_t scratch_stride,
+                                                                    int32_t* blocks,
+                                                                    int width) {
+  __shared__ TopkShared sm;
+  const int64_t t = blockIdx.x;
+  const float* s = scores + t * num_keys;
+  const int64_t vis = min(visible[t], num_keys);
+  const int64_t nb = vis > 0 ? (vis + block_size - 1) / block_size : 0;
+  float* best = scratch + t * scratch_stride;
+  for (int64_t b = threadIdx.x; b < nb; b += kThreads) {
+    float m = -__int_as_float(0x7f800000);
+    const int64_t end = min(vis, (b + 1) * block_size);
+    for (int64_t i = b * block_size; i < end; ++i) m = m < s[i] ? s[i] : m;  // std::max
+    best[b] = b == nb - 1 ? __int_as_float(0x7f800000) : m;
+  }
+  __syncthreads();
+  block_topk([&](int64_t b) { return order_key(best[b]); }, nb, topk_blocks, true,
+             blocks + t * width, width, sm);
+}
+
+__global__ void paged_rows_kernel(const int32_t* entries,
+                                  int64_t n,
+                                  int width,
+                                  const int32_t* pages,
+                                  const int64_t* page_offset,
+                                  int per,
+                                  int32_t* out) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const int32_t e = entries[i];
+  const int64_t r = i / width;
+  out[i] = e < 0 ? -1 : pages[page_offset[r] + e / per] * per + e % per;
+}
+
+}  // namespace
+
+cudaError_t index_topk(const float* scores,
+                       int64_t rows,
+                       int64_t num_keys,
+                       const int64_t* visible,
+                       int topk,
+                       const int32_t* blocks,
+                       int num_blocks,
+                       int block_size,
+                       int32_t* selected,
+                       int width,
+                       cudaStream_t stream) {
+  if (rows <= 0) return rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  if (topk < 0 || width < 0 || (blocks && block_size <= 0)) return cudaErrorInvalidValue;
+  size_t smem = 0;
+  if (blocks) {
+    smem = sizeof(uint32_t) *
+           static_cast<size_t>(((num_keys + block_size - 1) / block_size + 31) / 32);
+    if (smem > 48 * 1024) return cudaErrorInvalidValue;  // > 1.5M blocks: not a real context
+  }
+  index_topk_kernel<<<static_cast<unsigned>(rows), kThreads, smem, stream>>>(
+      scores, num_keys, visible, topk, blocks, num_blocks, block_size, selected, width);
+  return cudaGetLastError();
+}
+
+int64_t candidate_blocks_scratch(int64_t rows, int64_t num_keys, int block_size) {
+  return rows * ((num_keys + block_size - 1) / block_size);
+}
+
+cudaError_t candidate_blocks(const float* scores,
+                             int64_t rows,
+                             int64_t num_keys,
+                             const int64_t* visible,
+                             int block_size,
+                             int topk_blocks,
+                             float* scratch,
+                             int32_t* blocks,
+                             int width,
+                             cudaStream_t stream) {
+  if (rows <= 0) return rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  if (block_size <= 0 || topk_blocks < 0 || width < 0) return cudaErrorInvalidValue;
+  candidate_blocks_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      scores, num_keys, visible, block_size, topk_blocks, scratch,
+      (num_keys + block_size - 1) / block_size, blocks, width);
+  return cudaGetLastError();
+}
+
+cudaError_t paged_rows(const int32_t* entries,
+                       int64_t rows,
+                       int width,
+                       const int32_t* pages,
+                       const int64_t* page_offset,
+                       int entries_per_page,
+                       int32_t* out,
+                       cudaStream_t stream) {
+  const int64_t n = rows * width;
+  if (n <= 0) return n == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  if (entries_per_page <= 0) return cudaErrorInvalidValue;
+  paged_rows_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
+      entries, n, width, pages, page_offset, entries_per_page, out);
+  return cudaGetLastError();
+}
+
+}  // namespace di::backend::cuda
