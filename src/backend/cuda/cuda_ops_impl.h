@@ -18,6 +18,7 @@
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/device_arena.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/kv_cache_codec.h"
 #include "backend/cuda/op_profiler.h"
 
 namespace di::backend {
@@ -167,6 +168,14 @@ struct CudaOps::Impl {
   Status linear(
       const float* dx, int64_t rows, int64_t cols, const WeightView& w, float* dy, bool round) {
     DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, weight(w));
+    if (gemm == CudaGemm::kTensor && cuda::dense_bf16_tc_applies(dw)) {
+      // The large BF16 products (the heads) on tensor cores for every M (dense_bf16_tc.cu). x is
+      // bf16 in the reference (the normed hidden state), so the conversion is exact.
+      DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(static_cast<size_t>(rows * cols)));
+      DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_bits(dx, rows * cols, xb, stream));
+      DI_CUDA_RETURN_IF_ERROR(cuda::dense_bf16_tc(xb, rows, dw, dy, round, stream));
+      return {};
+    }
     if (w.format != WeightFormat::kFP8 && w.format != WeightFormat::kFP4) {
       // Few rows (decode): one thread per output keeps whole sectors in flight; the result is
       // the same bits either way.

@@ -1,6 +1,7 @@
 // CudaOps::fused_moe: the routed MoE of one layer without leaving the device (router product and
 // top-k, moe_grouped.h's routing plan, grouped FP4 expert GEMMs and the combine with the shared
 // expert), so a decode step spends no host wait on it unless the caller asks for the decision.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ bool all_fp4(std::span<const WeightView> ws, int64_t out, int64_t in) {
   }
   return true;
 }
+
+// Rows per moe_routed launch (bounds its scratch).
+constexpr int64_t kMoeChunkTokens = 4096;
 
 }  // namespace
 
@@ -90,16 +94,24 @@ bool CudaOps::fused_moe(ConstRowsView x,
     DI_ASSIGN_OR_RETURN(float* dw, m.scratch<float>(picks));
     DI_CUDA_RETURN_IF_ERROR(cuda::moe_route(raw, x.rows, dbias, params, de, dw, m.stream));
 
-    args.x = x.data;
-    args.experts = de;
-    args.weights = dw;
-    args.swiglu_limit = swiglu_limit;
-    args.shared = shared.data;
-    args.out = out.data;
+    // The routed experts in chunks of rows: a token's output does not depend on the others in
+    // its call (moe_grouped.h), and the scratch stays bounded (one 16K-token prefill would need
+    // 4 GB at once).
+    const int64_t chunk = std::min<int64_t>(x.rows, kMoeChunkTokens);
     DI_ASSIGN_OR_RETURN(uint8_t * scratch,
                         m.scratch<uint8_t>(cuda::moe_routed_scratch_bytes(
-                            x.rows, params.topk, static_cast<int>(n), dim, inter)));
-    DI_CUDA_RETURN_IF_ERROR(cuda::moe_routed(args, scratch, m.stream));
+                            chunk, params.topk, static_cast<int>(n), dim, inter)));
+    args.swiglu_limit = swiglu_limit;
+    for (int64_t r0 = 0; r0 < x.rows; r0 += chunk) {
+      cuda::MoeRoutedArgs part = args;
+      part.tokens = std::min(chunk, x.rows - r0);
+      part.x = x.data + r0 * dim;
+      part.experts = de + r0 * params.topk;
+      part.weights = dw + r0 * params.topk;
+      part.shared = shared.data ? shared.data + r0 * dim : nullptr;
+      part.out = out.data + r0 * dim;
+      DI_CUDA_RETURN_IF_ERROR(cuda::moe_routed(part, scratch, m.stream));
+    }
     if (experts_out && weights_out) {
       DI_RETURN_IF_ERROR(m.download(experts_out, de, picks));
       DI_RETURN_IF_ERROR(m.download(weights_out, dw, picks));

@@ -52,11 +52,9 @@ TEST(IndexSelect, CandidateBlocksPinTheNewestAndSkipEmptyBlocks) {
   // Blocks of 4: block 0 best 5, block 1 all -inf, block 2 best 9, block 3 (newest, partial).
   const std::vector<float> s = {1, 5, 0, 2, -kInf, -kInf, -kInf, -kInf, 9, 0, 0, 0, -3};
   EXPECT_EQ(kernels::select_candidate_blocks(s.data(), 13, 4, 2), (std::vector<int32_t>{2, 3}));
-  EXPECT_EQ(kernels::select_candidate_blocks(s.data(), 13, 4, 3),
-            (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_EQ(kernels::select_candidate_blocks(s.data(), 13, 4, 3), (std::vector<int32_t>{0, 2, 3}));
   // Block 1 has no finite score: never kept, even with room.
-  EXPECT_EQ(kernels::select_candidate_blocks(s.data(), 13, 4, 10),
-            (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_EQ(kernels::select_candidate_blocks(s.data(), 13, 4, 10), (std::vector<int32_t>{0, 2, 3}));
   EXPECT_TRUE(kernels::select_candidate_blocks(s.data(), 0, 4, 10).empty());
 }
 

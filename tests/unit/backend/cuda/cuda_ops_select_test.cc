@@ -66,8 +66,8 @@ TEST_F(CudaOpsTest, IndexTopkMatchesCpu) {
 }
 
 TEST_F(CudaOpsTest, CandidateBlocksAndMaskedTopkMatchCpu) {
-  for (const TopkCase& c : {TopkCase{7, 200, 6, true}, TopkCase{5, 20000, 512, false},
-                            TopkCase{4, 65536, 512, true}}) {
+  for (const TopkCase& c :
+       {TopkCase{7, 200, 6, true}, TopkCase{5, 20000, 512, false}, TopkCase{4, 65536, 512, true}}) {
     const int block_size = 8, topk_blocks = c.keys > 1000 ? 2048 : 5;
     const Rows s = select_scores(c.rows, c.keys, static_cast<uint32_t>(c.keys), c.tied);
     const auto vis = visible_counts(c.rows, c.keys, 9);

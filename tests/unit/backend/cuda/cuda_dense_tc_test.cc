@@ -1,0 +1,67 @@
+// Dense BF16 products on the tensor path (dense_bf16_tc.cu: weights with >= 16K outputs, the
+// heads): within tolerance of the CPU's fp32 order, every output written, and a row's bits the
+// same alone, in a slice or in a 300-row call (batch invariance). Skips without a device.
+#include <cmath>
+
+#include "cuda_test_util.h"
+
+namespace di::backend::testing {
+namespace {
+
+class CudaDenseTensorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
+    CudaOptions o;
+    o.arena_bytes = size_t{512} << 20;
+    o.gemm = CudaGemm::kTensor;
+    auto ops = CudaOps::create(pool_, o);
+    ASSERT_TRUE(ops.has_value()) << ops.status().to_string();
+    gpu_ = std::move(ops).value();
+  }
+  void TearDown() override {
+    if (gpu_) {
+      EXPECT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+    }
+  }
+  ThreadPool pool_{2};
+  CpuOps cpu_{pool_};
+  std::unique_ptr<CudaOps> gpu_;
+};
+
+TEST_F(CudaDenseTensorTest, HeadShapedProductIsCloseAndBatchInvariant) {
+  const int64_t rows = 300, out = 16384 + 40, in = 320;  // an output tail past 64-wide CTAs
+  RandomWeight w = random_weight(WeightFormat::kBF16, out, in, 3);
+  const Rows x = random_rows(static_cast<size_t>(rows * in), 4);
+  for (bool round : {false, true}) {
+    Rows cpu(static_cast<size_t>(rows * out)), gpu(cpu.size(), NAN);
+    cpu_.linear({x.data(), rows, in}, w.view, {cpu.data(), rows, out}, round);
+    gpu_->linear({x.data(), rows, in}, w.view, {gpu.data(), rows, out}, round);
+    sync();
+    ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+    double num = 0, den = 0;
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      ASSERT_FALSE(std::isnan(gpu[i])) << "output " << i << " not written";
+      num += (static_cast<double>(gpu[i]) - cpu[i]) * (static_cast<double>(gpu[i]) - cpu[i]);
+      den += static_cast<double>(cpu[i]) * cpu[i];
+    }
+    const double rel = std::sqrt(num / den);
+    std::printf("dense bf16 tensor path (round %d): relative L2 error %.3g\n", round, rel);
+    EXPECT_LT(rel, round ? 5e-3 : 1e-5);
+    // Row 37 alone, rows 30..69 as a slice, against the 300-row call: identical bits.
+    for (const auto& [first, count] : {std::pair<int64_t, int64_t>{37, 1}, {30, 40}, {0, 9}}) {
+      Rows part(static_cast<size_t>(count * out), NAN);
+      gpu_->linear({x.data() + first * in, count, in}, w.view, {part.data(), count, out}, round);
+      sync();
+      for (int64_t i = 0; i < count * out; ++i) {
+        ASSERT_EQ(float_bits(part[static_cast<size_t>(i)]),
+                  float_bits(gpu[static_cast<size_t>(first * out + i)]))
+            << "rows " << first << " + " << count << ", element " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace di::backend::testing
