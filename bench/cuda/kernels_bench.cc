@@ -260,12 +260,17 @@ Status run(bool quick) {
 int di::bench::run_kernels_bench(int argc, char** argv) {
   bool quick = false, decode_only = false, profile = false, attention = false,
        attention_profile = false;
+  int moe = 0;  // 1: the routed-experts table alone; 2: the same without the variant sweep
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") {
       quick = true;
     } else if (a == "--decode") {
       decode_only = true;
+    } else if (a == "--moe") {
+      moe = 1;
+    } else if (a == "--moe-pick") {
+      moe = 2;
     } else if (a == "--profile") {
       profile = true;
     } else if (a == "--sparse-attention") {
@@ -274,15 +279,21 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       attention_profile = true;
     } else {
       std::fprintf(stderr,
-                   "%s: unknown flag '%s' (expected --quick, --decode, --profile, "
-                   "--sparse-attention or --sparse-attention-profile)\n",
+                   "%s: unknown flag '%s' (expected --quick, --decode, --moe, --moe-pick, "
+                   "--profile, --sparse-attention or --sparse-attention-profile)\n",
                    argv[0], a.c_str());
       return 2;
     }
   }
   if (attention || attention_profile) return di::bench::sparse_attention_bench(attention_profile);
-  di::Status s = decode_only || profile ? di::Status() : di::bench::run(quick);
-  if (s.ok()) s = profile ? di::bench::run_profile_launches() : di::bench::run_decode_bench(quick);
+  di::Status s;
+  if (moe > 0) {
+    s = di::bench::run_moe_bench(moe == 1);
+  } else {
+    s = decode_only || profile ? di::Status() : di::bench::run(quick);
+    if (s.ok())
+      s = profile ? di::bench::run_profile_launches() : di::bench::run_decode_bench(quick);
+  }
   if (!s.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], s.to_string().c_str());
     return 1;
