@@ -1,11 +1,12 @@
 // Routed experts on the device (moe_grouped.h): the routing plan with act_quant of x
 // (moe_plan.cuh), the grouped FP4 w1/w3 GEMM + SwiGLU (+ act_quant of h), the grouped w2 GEMM
-// and the combine: four launches, the last three programmatic (each starts while the previous
-// one drains). The GEMMs run the skinny weight-streaming core (skinny_gemm.cuh) in persistent
-// CTAs: CTA b walks items b, b + G, ... of (plan unit, column tile), item i = (unit i / tiles,
-// tile i % tiles), resolved once into a table in shared memory, so one pipeline streams every
-// item of a CTA without draining between them. (Session 4 launched one CTA per (active expert,
-// tile): each refilled the pipeline after a chain of dependent loads of the counts.)
+// and the combine: four launches (five below 32 columns per CTA), the last three programmatic
+// (each starts while the previous one drains). The GEMMs run the skinny weight-streaming core
+// (skinny_gemm.cuh) in persistent CTAs: CTA b walks items b, b + G, ... of (plan unit, column
+// tile), item i = (unit i / tiles, tile i % tiles), resolved once into a table in shared memory,
+// so one pipeline streams every item of a CTA without draining between them. (Session 4
+// launched one CTA per (active expert, tile): each refilled the pipeline after a chain of
+// dependent loads of the counts.)
 #include <algorithm>
 #include <utility>
 
