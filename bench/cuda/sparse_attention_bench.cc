@@ -279,8 +279,9 @@ Status run() {
       "at 16 / 32 / 64 heads per block (one block per query) / split path "
       "|\n|---|---|---|---|---|---|---|---|---|\n");
   for (const Case& c :
-       {Case{1, 128, 512, false}, Case{8, 128, 512, false}, Case{64, 128, 512, false},
-        Case{256, 128, 512, false}, Case{64, 128, 2048, false}, Case{4096, 128, 512, true}}) {
+       {Case{1, 128, 512, false}, Case{8, 128, 512, false}, Case{16, 128, 512, false},
+        Case{64, 128, 512, false}, Case{256, 128, 512, false}, Case{64, 128, 2048, false},
+        Case{4096, 128, 512, true}}) {
     DI_RETURN_IF_ERROR(
         bench_case(c, kv, extra_kv, pk, c.queries >= 64 && c.extra == 512 ? 1 : 0, ablation_lines));
   }

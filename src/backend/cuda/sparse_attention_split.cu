@@ -3,11 +3,13 @@
 // sequence (latency-bound: ~4 us per key block). Here the work that needs the whole key block
 // in one place runs on one thread block per (key block, query, head group): decode the stored
 // rows, S = Q K^T, scale and mask; the logits (fp32) and the decoded keys (bf16) go to a
-// workspace. A second kernel, one block per (query, 16 heads, 128 value dims), walks the key
-// blocks' logits in order (online softmax, P, PV), reading keys from the workspace (L2-hot).
+// workspace. A second kernel (sparse_attention_combine.cu), one block per (query, heads, value
+// slice), walks the key blocks' logits in order (online softmax, P, PV), reading keys from the
+// workspace (L2-hot).
 // Both kernels call the same step functions as the one-block kernel (sparse_attention_steps.cuh)
 // in the same order per head, so every output bit is the same as there: no split of the softmax
 // sums or of the PV chains, only of where they run (tested bitwise).
+#include "backend/cuda/sparse_attention_combine.h"
 #include "backend/cuda/sparse_attention_split.h"
 #include "backend/cuda/sparse_attention_steps.cuh"
 
@@ -99,116 +101,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   cp_async_wait<0>();
 }
 
-// Kernel 2: block (t, y, z): heads [H y, H y + H) x value dims [kDs z, kDs z + kDs), warps tiled
-// as the one-block kernel's H-head variant for the softmax. Key blocks stream through a ring of
-// kStages stages (values [64][kDs] bf16, logits [H][64] fp32).
-constexpr int kDs = 128;
-constexpr int kVChunks = kDs / 8;
-constexpr int kStages = 4;
-constexpr int kSRow = 68;  // floats per logit row (padded against bank conflicts)
-constexpr int kStageV = kBlockKeys * kDs * 2;
-
-template <int H>
-struct CombineLayout {
-  static constexpr int kStageBytes = kStageV + H * kSRow * 4;
-  static constexpr int kPs = kStages * kStageBytes;
-  static constexpr int kMax = kPs + H * kBlockKeys * 2;
-  static constexpr int kSum = kMax + attn::Split<H>::kWk * H * 4;
-  static constexpr int kBytes = kSum + H * 8 * 4;
-};
-
-template <int H>
-__global__ void __launch_bounds__(kThreads)
-    split_combine_kernel(SparseAttentionFp8Args a, const float* sg, const uint16_t* kg, int nkp) {
-  using L = CombineLayout<H>;
-  using S = attn::Split<H>;
-  constexpr int kDimsPerWarp = kDs / S::kWk;
-  constexpr int kNtO = kDimsPerWarp / 8;
-  extern __shared__ __align__(128) uint8_t smem[];
-  uint8_t* ps = smem + L::kPs;
-  float* red_max = reinterpret_cast<float*>(smem + L::kMax);
-  float* red_sum = reinterpret_cast<float*>(smem + L::kSum);
-  const int t = blockIdx.x, head0 = blockIdx.y * H, d0 = blockIdx.z * kDs;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int rg = warp % S::kRowGroups, wk = warp / S::kRowGroups;
-  const int g = lane >> 2, tq = lane & 3;
-  const int row0 = rg * 16 + g, row1 = row0 + 8;
-  const int num_blocks = (a.num_indices + a.num_extra + kBlockKeys - 1) / kBlockKeys;
-  const uint16_t* kq = kg + static_cast<int64_t>(t) * nkp * kKvDim + d0;
-  const float* sq = sg + (static_cast<int64_t>(t) * kAttnHeads + head0) * nkp;
-  auto issue = [&](int b) {
-    uint8_t* st = smem + (b % kStages) * L::kStageBytes;
-    for (int u = threadIdx.x; u < kBlockKeys * kVChunks; u += kThreads) {
-      const int r = u / kVChunks, c = u % kVChunks;
-      cp_async16(st + swz(r, c, kVChunks),
-                 kq + static_cast<int64_t>(b * kBlockKeys + r) * kKvDim + c * 8, 16);
-    }
-    for (int u = threadIdx.x; u < H * 16; u += kThreads) {  // H rows x 16 chunks of logits
-      const int r = u / 16, c = u % 16;
-      cp_async16(st + kStageV + (r * kSRow + c * 4) * 4,
-                 sq + static_cast<int64_t>(r) * nkp + b * kBlockKeys + c * 4, 16);
-    }
-  };
-#pragma unroll
-  for (int i = 0; i < kStages - 1; ++i) {
-    if (i < num_blocks) issue(i);
-    cp_async_commit();
-  }
-  const int key0 = wk * S::kKeysPerWarp;
-  float m_run[2] = {-1e30f, -1e30f};
-  float l_run[2] = {0.0f, 0.0f};
-  float o[kNtO][4];
-#pragma unroll
-  for (int n = 0; n < kNtO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-  const uint32_t ps_a = smem_addr(ps);
-  for (int b = 0; b < num_blocks; ++b) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();  // stage b landed; every warp is done with stage b - 1
-    const uint8_t* st = smem + (b % kStages) * L::kStageBytes;
-    const float* sl = reinterpret_cast<const float*>(st + kStageV);
-    float s[S::kNtS][4];
-#pragma unroll
-    for (int n = 0; n < S::kNtS; ++n) {
-      const int key = key0 + 8 * n + 2 * tq;
-      s[n][0] = sl[row0 * kSRow + key];
-      s[n][1] = sl[row0 * kSRow + key + 1];
-      s[n][2] = sl[row1 * kSRow + key];
-      s[n][3] = sl[row1 * kSRow + key + 1];
-    }
-    float rescale[2];
-    attn::block_softmax<H, S::kNtS>(s, m_run, l_run, rescale, red_max, red_sum, ps, rg, wk, key0);
-    if (b + kStages - 1 < num_blocks) issue(b + kStages - 1);  // into stage b - 1: free
-    cp_async_commit();
-    attn::block_pv<kNtO, kVChunks>(o, rescale, ps_a, smem_addr(st), rg, wk * kNtO, true);
-  }
-  cp_async_wait<0>();
-  float inv[2];
-  attn::final_denominators(inv, l_run, m_run, a.sink, head0 + row0, head0 + row1);
-  uint16_t* out0 = a.out + (static_cast<int64_t>(t) * kAttnHeads + head0 + row0) * kKvDim + d0;
-  uint16_t* out1 = out0 + 8 * kKvDim;
-#pragma unroll
-  for (int n = 0; n < kNtO; ++n) {
-    const int col = wk * kDimsPerWarp + 8 * n + 2 * tq;
-    *reinterpret_cast<uint32_t*>(out0 + col) = attn::final_pair(o[n][0], o[n][1], inv[0]);
-    *reinterpret_cast<uint32_t*>(out1 + col) = attn::final_pair(o[n][2], o[n][3], inv[1]);
-  }
-}
-
-template <int H>
-cudaError_t launch_combine(const SparseAttentionFp8Args& a,
-                           const float* sg,
-                           const uint16_t* kg,
-                           int nkp,
-                           cudaStream_t stream) {
-  constexpr int kBytes = CombineLayout<H>::kBytes;
-  cudaError_t e = cudaFuncSetAttribute(split_combine_kernel<H>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
-  if (e != cudaSuccess) return e;
-  const dim3 grid(static_cast<unsigned>(a.num_queries), kAttnHeads / H, kKvDim / kDs);
-  split_combine_kernel<H><<<grid, kThreads, kBytes, stream>>>(a, sg, kg, nkp);
-  return cudaGetLastError();
-}
-
 template <int H>
 cudaError_t launch_scores(const SparseAttentionFp8Args& a,
                           float* sg,
@@ -261,10 +153,7 @@ cudaError_t sparse_attention_split(const SparseAttentionFp8Args& a, int sms, cud
     e = launch_scores<64>(a, sg, kg, nkp, static_cast<int>(per), stream);
   }
   if (e != cudaSuccess) return e;
-  // The second kernel: 16 heads per block while that fills the SMs (two blocks each), else 64
-  // (each value slice read once per query instead of four times).
-  return a.num_queries * 16 <= 2 * sms ? launch_combine<16>(a, sg, kg, nkp, stream)
-                                       : launch_combine<64>(a, sg, kg, nkp, stream);
+  return split_combine(a, sg, kg, nkp, sms, stream);
 }
 
 }  // namespace di::backend::cuda
