@@ -1,6 +1,7 @@
 // Second kernel of the split path (sparse_attention_split.cu): softmax and PV over the logits
 // and decoded keys that the first kernel left in the workspace, one block per (query, H heads,
 // kDs value dims). Same step functions as the one-block kernel, so the same bits.
+#include "backend/cuda/bulk_copy.cuh"
 #include "backend/cuda/sparse_attention_combine.h"
 #include "backend/cuda/sparse_attention_steps.cuh"
 
@@ -61,6 +62,7 @@ __global__ void __launch_bounds__(kThreads)
                  sq + static_cast<int64_t>(r) * nkp + b * kBlockKeys + c * 4, 16);
     }
   };
+  bulk::dependency_wait();  // the scores kernel's logits and keys (programmatic launch)
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
     if (i < num_blocks) issue(i);
@@ -130,6 +132,7 @@ __global__ void __launch_bounds__(kThreads) split_combine_pre_kernel(SparseAtten
   const int g = lane >> 2, tq = lane & 3;
   const uint16_t* kq = kg + static_cast<int64_t>(t) * nkp * kKvDim + d0;
   const float* sq = sg + (static_cast<int64_t>(t) * kAttnHeads + head0) * nkp;
+  bulk::dependency_wait();  // the scores kernel's logits and keys (programmatic launch)
   // Few instructions per copy (ncu: this kernel is issue-bound at 2 warps per scheduler).
   for (int r = 0; r < 16; ++r) {
     for (int c = threadIdx.x; c < nkp / 4; c += kThreads) {
@@ -238,6 +241,24 @@ __global__ void __launch_bounds__(kThreads) split_combine_pre_kernel(SparseAtten
   }
 }
 
+// Programmatic dependent launch: the blocks start while the scores kernel's last blocks run and
+// wait (griddepcontrol.wait) before reading the workspace; saves the launch gap (graph-safe).
+template <class... Params, class... Args>
+cudaError_t launch_after_scores(
+    void (*kernel)(Params...), dim3 grid, int bytes, cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = static_cast<size_t>(bytes);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
 cudaError_t launch_combine_pre(const SparseAttentionFp8Args& a,
                                const float* sg,
                                const uint16_t* kg,
@@ -250,8 +271,7 @@ cudaError_t launch_combine_pre(const SparseAttentionFp8Args& a,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(a.num_queries), kAttnHeads / 16, kKvDim / kDs);
-  split_combine_pre_kernel<<<grid, kThreads, bytes, stream>>>(a, sg, kg, nkp);
-  return cudaGetLastError();
+  return launch_after_scores(split_combine_pre_kernel, grid, bytes, stream, a, sg, kg, nkp);
 }
 
 template <int H>
@@ -265,8 +285,7 @@ cudaError_t launch_combine(const SparseAttentionFp8Args& a,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(a.num_queries), kAttnHeads / H, kKvDim / kDs);
-  split_combine_kernel<H><<<grid, kThreads, kBytes, stream>>>(a, sg, kg, nkp);
-  return cudaGetLastError();
+  return launch_after_scores(split_combine_kernel<H>, grid, kBytes, stream, a, sg, kg, nkp);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 // Both kernels call the same step functions as the one-block kernel (sparse_attention_steps.cuh)
 // in the same order per head, so every output bit is the same as there: no split of the softmax
 // sums or of the PV chains, only of where they run (tested bitwise).
+#include "backend/cuda/bulk_copy.cuh"
 #include "backend/cuda/sparse_attention_combine.h"
 #include "backend/cuda/sparse_attention_split.h"
 #include "backend/cuda/sparse_attention_steps.cuh"
@@ -45,6 +46,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rg = warp % S::kRowGroups, wk = warp / S::kRowGroups;
   const int num_win = a.num_indices, num_keys = a.num_indices + a.num_extra;
+  bulk::launch_dependents();  // the softmax + PV kernel may start its blocks (they wait)
   const int jb = blockIdx.x * per * kBlockKeys;  // first key of this block's range
   const int n = min(per, nkp / kBlockKeys - static_cast<int>(blockIdx.x) * per);
   for (int k = threadIdx.x; k < n * kBlockKeys; k += kThreads) {
