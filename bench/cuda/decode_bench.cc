@@ -3,7 +3,7 @@
 // + scales + bf16 activations in and out (the convention of kernels_bench.cc); each row times the
 // GEMM kernel alone (launched as CudaOps::linear would: skinny_gemm_pick), every skinny tile
 // variant, the previous decode kernel (block_scaled_gemm), and act_quant + skinny GEMM together.
-// MoE rows: moe_routed's six launches for T tokens; bytes = the distinct experts' FP4 weights and
+// MoE rows: moe_routed's launches for T tokens; bytes = the distinct experts' FP4 weights and
 // scales actually touched, plus x in and out. Timings are CUDA-graph replays of 20 launches (launch
 // gaps as a captured decode step would have them); weights rotate through > 4x the L2 size.
 #include "cuda/decode_bench.h"
@@ -169,7 +169,7 @@ Status bench_dense(const Shape& sh, const std::vector<int64_t>& rows_list, int r
 }
 
 // Routed experts at V4.1 shapes for `tokens` tokens with uniformly random top-k routing.
-Status bench_moe(const std::vector<int64_t>& token_list, int reps, double bw) {
+Status bench_moe(const std::vector<int64_t>& token_list, int reps, double bw, bool sweep = true) {
   namespace bc = backend::cuda;
   const int E = 384, topk = 6;
   const int64_t dim = 5120, inter = 2304;
@@ -242,9 +242,9 @@ Status bench_moe(const std::vector<int64_t>& token_list, int reps, double bw) {
     a.out = out;
     const double bytes = touched * static_cast<double>(per_expert) + 4.0 * T * dim * 2;
     const double floor_us = bytes / bw * 1e6;
-    std::string notes = "variants (8/16/32 cols x 1, 2 CTAs/SM):";
+    std::string notes = "variants (8/16/32 cols x 1, 2 CTAs/SM; 16/32 x 2 CTAs, 4 pairs):";
     double pick_us = 0;
-    for (int v = -1; v < bc::kSkinnyVariants; ++v) {
+    for (int v = -1; v < (sweep ? bc::kMoeVariants : 0); ++v) {
       a.tile_variant = v;
       DI_ASSIGN_OR_RETURN(double us, graph_us(reps, [&](int i, cudaStream_t st) {
                             bc::MoeRoutedArgs c = a;
@@ -289,6 +289,15 @@ Status run_profile_launches() {
   }
   DI_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   return {};
+}
+
+Status run_moe_bench(bool sweep) {
+  DI_ASSIGN_OR_RETURN(double bw, copy_bandwidth());
+  std::printf("\nrouted experts: copy %.0f GB/s (read+write); us per launch (graph replay)\n\n",
+              bw / 1e9);
+  std::printf(
+      "| kernel | tokens | us | floor us | floor/time | notes |\n|---|---|---|---|---|---|\n");
+  return bench_moe({1, 8, 64, 256}, 5, bw, sweep);
 }
 
 Status run_decode_bench(bool quick) {

@@ -1,10 +1,11 @@
-// deepinfer bench kernels [--quick|--decode|--profile|--sparse-attention] (also the standalone
-// cuda_kernels_bench): times DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths
+// deepinfer bench kernels [--quick|--wgmma|--decode|--profile|--sparse-attention] (also the
+// standalone cuda_kernels_bench): times DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths
 // (hidden 5120, 64 heads x 512, expert intermediate 2304) against floors measured in the same run:
 // device copy bandwidth (cudaMemcpy D2D, bytes read + written) and cuBLASLt's bf16 and fp8 GEMM
 // rate at 8192^3. Each kernel's floor is max(bytes / bandwidth, FLOPs / peak); ratio = floor /
 // time. Weights and keys rotate through copies larger than L2 so that timings read HBM.
-// Then the decode table (decode_bench.cc); --decode runs only that, --profile one launch for ncu.
+// Then the decode table (decode_bench.cc); --decode runs only that, --wgmma only the prefill GEMM
+// table (wgmma_bench.cc), --profile one launch for ncu.
 #include "cuda/kernels_bench.h"
 
 #include <cuda_runtime.h>
@@ -230,7 +231,7 @@ Status bench_attention(int64_t queries, int iters, const Peaks& p) {
   return {};
 }
 
-Status run(bool quick) {
+Status run(bool quick, bool wgmma_only) {
   cudaDeviceProp prop{};
   DI_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, 0));
   const int iters = quick ? 5 : 20;
@@ -240,6 +241,7 @@ Status run(bool quick) {
       "measured: copy %.0f GB/s (read+write), cuBLASLt bf16 %.0f TFLOP/s, fp8 %.0f TFLOP/s "
       "(8192^3)\n\n",
       p.bytes_per_s / 1e9, p.bf16_flops / 1e12, p.fp8_flops / 1e12);
+  if (wgmma_only) return bench_wgmma_gemms(p.fp8_flops, p.bytes_per_s, quick);
   std::printf(
       "| kernel | ms | floor ms | floor/time | GB/s | TFLOP/s | cuBLASLt fp8 ms (per-tensor "
       "scale); notes "
@@ -259,13 +261,20 @@ Status run(bool quick) {
 
 int di::bench::run_kernels_bench(int argc, char** argv) {
   bool quick = false, decode_only = false, profile = false, attention = false,
-       attention_profile = false;
+       attention_profile = false, wgmma_only = false;
+  int moe = 0;  // 1: the routed-experts table alone; 2: the same without the variant sweep
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") {
       quick = true;
+    } else if (a == "--wgmma") {
+      wgmma_only = true;
     } else if (a == "--decode") {
       decode_only = true;
+    } else if (a == "--moe") {
+      moe = 1;
+    } else if (a == "--moe-pick") {
+      moe = 2;
     } else if (a == "--profile") {
       profile = true;
     } else if (a == "--sparse-attention") {
@@ -274,15 +283,21 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       attention_profile = true;
     } else {
       std::fprintf(stderr,
-                   "%s: unknown flag '%s' (expected --quick, --decode, --profile, "
-                   "--sparse-attention or --sparse-attention-profile)\n",
+                   "%s: unknown flag '%s' (expected --quick, --wgmma, --decode, --moe, --moe-pick, "
+                   "--profile, --sparse-attention or --sparse-attention-profile)\n",
                    argv[0], a.c_str());
       return 2;
     }
   }
   if (attention || attention_profile) return di::bench::sparse_attention_bench(attention_profile);
-  di::Status s = decode_only || profile ? di::Status() : di::bench::run(quick);
-  if (s.ok()) s = profile ? di::bench::run_profile_launches() : di::bench::run_decode_bench(quick);
+  di::Status s;
+  if (moe > 0) {
+    s = di::bench::run_moe_bench(moe == 1);
+  } else {
+    s = decode_only || profile ? di::Status() : di::bench::run(quick, wgmma_only);
+    if (s.ok() && !wgmma_only)
+      s = profile ? di::bench::run_profile_launches() : di::bench::run_decode_bench(quick);
+  }
   if (!s.ok()) {
     std::fprintf(stderr, "%s: %s\n", argv[0], s.to_string().c_str());
     return 1;

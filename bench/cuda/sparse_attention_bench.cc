@@ -127,10 +127,12 @@ Expected<double> time_batch(std::vector<SparseAttentionFp8Args>& sets, int iters
 Expected<double> time_case(std::vector<SparseAttentionFp8Args>& sets,
                            int heads,
                            int iters,
-                           int ablate = 0) {
+                           int ablate = 0,
+                           int split = 0) {
   for (auto& a : sets) {
     a.heads_per_block = heads;
     a.ablate = ablate;
+    a.split = split;
   }
   double warm = 0;
   for (int i = 0; i < 500 && warm < 30.0; ++i) {
@@ -162,6 +164,13 @@ Status bench_case(const Case& c,
   DI_ASSIGN_OR_RETURN(uint16_t * d_q, buf.upload(q));
   DI_ASSIGN_OR_RETURN(float* d_sink, buf.upload(sink));
   DI_ASSIGN_OR_RETURN(uint16_t * d_out, buf.upload(std::vector<uint16_t>(q.size(), 0)));
+  // The split path's workspace (up to 256 queries, to time it past its automatic range).
+  const size_t ws_bytes =
+      T <= 256 ? backend::cuda::sparse_attention_fp8_workspace_bytes(T, c.win + c.extra) : 0;
+  uint8_t* d_ws = nullptr;
+  if (ws_bytes > 0) {
+    DI_ASSIGN_OR_RETURN(d_ws, buf.alloc<uint8_t>(ws_bytes));
+  }
   std::vector<SparseAttentionFp8Args> sets;
   for (int s = 0; s < kIndexSets; ++s) {
     std::vector<int32_t> win(static_cast<size_t>(T * c.win)),
@@ -189,6 +198,8 @@ Status bench_case(const Case& c,
     a.sink = d_sink;
     a.softmax_scale = 0.044194173824159216f;  // 512^-0.5
     a.out = d_out;
+    a.workspace = d_ws;
+    a.workspace_bytes = ws_bytes;
     sets.push_back(a);
   }
   if (ablations_or_profile < 0) {  // profile: two plain calls, nothing timed
@@ -208,9 +219,15 @@ Status bench_case(const Case& c,
   DI_ASSIGN_OR_RETURN(double ms, time_case(sets, 0, iters));
   std::string split;
   for (int h : {16, 32, 64}) {
-    DI_ASSIGN_OR_RETURN(double v, time_case(sets, h, iters));
+    DI_ASSIGN_OR_RETURN(double v, time_case(sets, h, iters, 0, 1));
     char s[32];
     std::snprintf(s, sizeof s, "%s%.4f", h == 16 ? "" : " / ", v);
+    split += s;
+  }
+  if (ws_bytes > 0) {  // the split path, forced
+    DI_ASSIGN_OR_RETURN(double v, time_case(sets, 0, iters, 0, 2));
+    char s[32];
+    std::snprintf(s, sizeof s, " / split %.4f", v);
     split += s;
   }
   std::printf("| %s T=%lld win=%d sel=%d | %.4f | %.4f | %.4f | %.4f | %.3f | %.0f | %.0f | %s |\n",
@@ -259,10 +276,12 @@ Status run() {
   DI_ASSIGN_OR_RETURN(uint8_t * extra_kv, buf.upload(random_pool(kPool4Rows, false, 2)));
   std::printf(
       "| case | ms | byte floor ms | FLOP floor ms | floor ms | floor/time | GB/s | TFLOP/s | ms "
-      "at 16 / 32 / 64 heads per block |\n|---|---|---|---|---|---|---|---|---|\n");
+      "at 16 / 32 / 64 heads per block (one block per query) / split path "
+      "|\n|---|---|---|---|---|---|---|---|---|\n");
   for (const Case& c :
-       {Case{1, 128, 512, false}, Case{8, 128, 512, false}, Case{64, 128, 512, false},
-        Case{256, 128, 512, false}, Case{64, 128, 2048, false}, Case{4096, 128, 512, true}}) {
+       {Case{1, 128, 512, false}, Case{8, 128, 512, false}, Case{16, 128, 512, false},
+        Case{64, 128, 512, false}, Case{256, 128, 512, false}, Case{64, 128, 2048, false},
+        Case{4096, 128, 512, true}}) {
     DI_RETURN_IF_ERROR(
         bench_case(c, kv, extra_kv, pk, c.queries >= 64 && c.extra == 512 ? 1 : 0, ablation_lines));
   }

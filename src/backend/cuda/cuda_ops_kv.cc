@@ -62,6 +62,15 @@ void CudaOps::kv_attention(const KvAttentionArgs& a) const {
       f.sink = ds;
       f.softmax_scale = a.softmax_scale;
       f.out = ob;
+      // Small batches take the split path (same bits) when its workspace fits in the arena.
+      if (a.num_queries <= cuda::kAttnSplitMaxQueries) {
+        const size_t wb = cuda::sparse_attention_fp8_workspace_bytes(
+            a.num_queries, static_cast<int64_t>(a.num_window) + a.num_compressed);
+        if (Expected<uint8_t*> ws = m.scratch<uint8_t>(wb)) {
+          f.workspace = *ws;
+          f.workspace_bytes = wb;
+        }
+      }
       DI_CUDA_RETURN_IF_ERROR(cuda::sparse_attention_fp8(f, m.stream));
       DI_CUDA_RETURN_IF_ERROR(
           cuda::bf16_bits_to_f32(ob, static_cast<int64_t>(qn), a.out, m.stream));

@@ -14,7 +14,8 @@
 // consumer warpgroup) and the token tile as B from shared memory (BT tokens: 8..128, which also
 // suits few rows). The pipeline is gemm_wgmma.cu's: a TMA producer thread, full/empty mbarriers,
 // two block-sum register sets alternating per k32 block. Every output depends only on its row of
-// x and of w, whatever the tile: batch invariant (tested).
+// x and of w, whatever the tile: batch invariant (tested). The 128 x 128 tile loads each block's
+// A fragments before promoting the block two back (kAhead; docs/notes/cuda-kernels.md "pgemm").
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -66,11 +67,11 @@ __device__ __forceinline__ void wgmma_bt(float (&d)[BT / 2],
   }
 }
 
-// Two e4m3 values (low byte first) to bf16x2, exactly: e4m3 -> f16 is exact, and so is f16 ->
-// f32 -> bf16 for values of 4 significant bits.
-__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v) {
+// Two e4m3 values (low byte first, in a 32-bit register) to bf16x2, exactly: e4m3 -> f16 is exact,
+// and so is f16 -> f32 -> bf16 for values of 4 significant bits.
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t v) {
   uint32_t h;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(v));
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(static_cast<uint16_t>(v)));
   __half2 h2;
   memcpy(&h2, &h, 4);
   const __nv_bfloat162 b = __float22bfloat162_rn(__half22float2(h2));
@@ -81,8 +82,13 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v) {
 #endif
 
 // tw: e4m3 weights [N, K]; tx: bf16 activations (q * scale) [rows, K]; wscale: ue8m0
-// [ceil(N/32), K/32]; y: [rows, N] (bf16 values). K % 128 == 0.
-template <int CONS, int BT, int ST>
+// [ceil(N/32), K/32]; y: [rows, N] (bf16 values). K % 128 == 0. kAhead: per stage, both block-sum
+// sets' first wgmmas issued, then per block: wait for the older one, load and convert the A
+// fragments of the block after next, promote, issue it; otherwise the A fragments are loaded after
+// the promotion. (The same operations; the early loads and conversions overlap the 64 FFMAs. Worth
+// 6-9 % on the 128 x 128 tile, nothing measurable on the small ones, which keep the order they
+// were measured with.)
+template <int CONS, int BT, int ST, bool kAhead>
 __global__ void __launch_bounds__(128 * (CONS + 1), 1)
     wgmma_bf16_block_scaled(const __grid_constant__ CUtensorMap tw,
                             const __grid_constant__ CUtensorMap tx,
@@ -153,18 +159,26 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
     a[2] = e4m3x2_to_bf16x2(*reinterpret_cast<const uint16_t*>(r0 + c + 8));
     a[3] = e4m3x2_to_bf16x2(*reinterpret_cast<const uint16_t*>(r0 + 8 * kStageK + c + 8));
   };
-  auto issue = [&](int g, float(&S)[R]) {
+  // Block g's A fragments (both k16 halves); without kAhead after waiting for its stage.
+  auto load_a = [&](int g, uint32_t(&a0)[4], uint32_t(&a1)[4]) {
     const int st = g >> 2, kk = g & 3, slot = st % ST;
-    if (kk == 0) mbar::wait(full(slot), (st / ST) & 1);
-    uint32_t a0[4], a1[4];
+    if (kk == 0 && !kAhead) mbar::wait(full(slot), (st / ST) & 1);
     frag(slot, kk, 0, a0);
     frag(slot, kk, 1, a1);
+  };
+  auto mma = [&](int g, float(&S)[R], const uint32_t(&a0)[4], const uint32_t(&a1)[4]) {
+    const int st = g >> 2, kk = g & 3, slot = st % ST;
     const uint32_t xb = x_at(slot) + (kk >> 1) * C::kX + (kk & 1) * 64;
     wg::fence_regs(S);
     wg::wgmma_fence();
     wgmma_bt<BT>(S, a0, wg::desc_sw128(xb), 0);
     wgmma_bt<BT>(S, a1, wg::desc_sw128(xb + 32), 1);
     wg::wgmma_commit();
+  };
+  auto issue = [&](int g, float(&S)[R]) {
+    uint32_t a0[4], a1[4];
+    load_a(g, a0, a1);
+    mma(g, S, a0, a1);
   };
   auto retire = [&](int g, float(&S)[R]) {
     wg::fence_regs(S);
@@ -180,20 +194,46 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
   };
 
   // As gemm_wgmma.cu: per stage, even blocks in s0 and odd ones in s1, each promoted while the
-  // next one's wgmma runs; the pipeline drains at stage ends (else ptxas serializes, C7514).
-  for (int g = 0; g < nblk; g += 4) {
-    issue(g, s0);
-    issue(g + 1, s1);
-    wg::wgmma_wait<1>();
-    retire(g, s0);
-    issue(g + 2, s0);
-    wg::wgmma_wait<1>();
-    retire(g + 1, s1);
-    issue(g + 3, s1);
-    wg::wgmma_wait<1>();
-    retire(g + 2, s0);
-    wg::wgmma_wait<0>();
-    retire(g + 3, s1);
+  // next one's wgmma runs; the pipeline drains at stage ends: with a wgmma in flight across the
+  // loop edge (or a barrier-wait loop) whose registers are read afterwards, ptxas serializes every
+  // wgmma (C7514).
+  if constexpr (kAhead) {
+    for (int st = 0; st < num_stages; ++st) {
+      mbar::wait(full(st % ST), (st / ST) & 1);
+      const int g = 4 * st;
+      uint32_t a0[4], a1[4];
+      auto step = [&](int b, float(&S)[R]) {
+        wg::wgmma_wait<1>();
+        load_a(g + b + 2, a0, a1);
+        retire(g + b, S);
+        mma(g + b + 2, S, a0, a1);
+      };
+      load_a(g, a0, a1);
+      mma(g, s0, a0, a1);
+      load_a(g + 1, a0, a1);
+      mma(g + 1, s1, a0, a1);
+      step(0, s0);
+      step(1, s1);
+      wg::wgmma_wait<1>();
+      retire(g + 2, s0);
+      wg::wgmma_wait<0>();
+      retire(g + 3, s1);
+    }
+  } else {
+    for (int g = 0; g < nblk; g += 4) {
+      issue(g, s0);
+      issue(g + 1, s1);
+      wg::wgmma_wait<1>();
+      retire(g, s0);
+      issue(g + 2, s0);
+      wg::wgmma_wait<1>();
+      retire(g + 1, s1);
+      issue(g + 3, s1);
+      wg::wgmma_wait<1>();
+      retire(g + 2, s0);
+      wg::wgmma_wait<0>();
+      retire(g + 3, s1);
+    }
   }
 
   // d[4j + e]: feature orow + 8 (e / 2), token 8j + 2q + e % 2.
@@ -208,7 +248,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
 #endif
 }
 
-template <int CONS, int BT, int ST>
+template <int CONS, int BT, int ST, bool kAhead>
 cudaError_t launch(
     const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
   using C = Bf16Config<CONS, BT, ST>;
@@ -223,7 +263,7 @@ cudaError_t launch(
                            CU_TENSOR_MAP_SWIZZLE_128B);
   }
   if (e != cudaSuccess) return e;
-  auto* k = wgmma_bf16_block_scaled<CONS, BT, ST>;
+  auto* k = wgmma_bf16_block_scaled<CONS, BT, ST, kAhead>;
   e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (e != cudaSuccess) return e;
   const uint64_t token_tiles = (M + BT - 1) / BT;
@@ -284,13 +324,15 @@ cudaError_t block_scaled_gemm_wgmma_bf16(int variant,
   // <consumer warpgroups (64 features each), tokens, stages>
   switch (variant) {
     case 0:
-      return launch<2, 128, 4>(xb, rows, w, y, s);  // 128 features x 128 tokens
+      return launch<2, 128, 4, true>(xb, rows, w, y, s);  // 128 features x 128 tokens
     case 1:
-      return launch<2, 64, 6>(xb, rows, w, y, s);
+      return launch<2, 64, 6, false>(xb, rows, w, y, s);
     case 2:
-      return launch<1, 32, 8>(xb, rows, w, y, s);
+      return launch<1, 32, 8, false>(xb, rows, w, y, s);
     case 3:
-      return launch<1, 8, 8>(xb, rows, w, y, s);  // decode: 64 features x 8 tokens
+      return launch<1, 8, 8, false>(xb, rows, w, y, s);  // decode: 64 features x 8 tokens
+    case 4:
+      return launch<2, 128, 4, false>(xb, rows, w, y, s);  // variant 0 before kAhead
     default:
       return cudaErrorInvalidValue;
   }

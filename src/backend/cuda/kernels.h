@@ -229,11 +229,11 @@ cudaError_t quantize_fp8_bf16(
 // aligned data. xb must be 16-byte aligned.
 bool wgmma_bf16_applies(const DeviceWeight& w);
 // y = the block-scaled product from quantize_fp8_bf16's xb; the tile by M, or one configuration
-// by number (0..kWgmmaBf16Variants-1: 128 features x {128, 64} tokens, 64 x {32, 8}). All give
-// the same bits.
+// by number (0..kWgmmaBf16Variants-1: 128 features x {128, 64} tokens, 64 x {32, 8}; 4 is 0 with
+// the A fragments loaded after the promotion, for comparison). All give the same bits.
 cudaError_t block_scaled_gemm_wgmma_bf16(
     const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
-inline constexpr int kWgmmaBf16Variants = 4;
+inline constexpr int kWgmmaBf16Variants = 5;
 cudaError_t block_scaled_gemm_wgmma_bf16(
     int variant, const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
 // act_quant with e4m3 bytes out: the values and scales of quantize_fp8, bit for bit.

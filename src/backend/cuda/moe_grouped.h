@@ -2,11 +2,13 @@
 // driven by the router's device-side result: no host synchronisation, fixed launch shapes (from
 // tokens, topk and the expert count only), so a CUDA graph can capture it.
 //
-// Launches: act_quant of x; one CTA builds per-expert counts, offsets, the ascending list of
-// active experts and a slot per (token, k) (order within an expert is arbitrary: rows are
-// independent); the grouped w1/w3 GEMM + SwiGLU (clamp, routing weight) over every active
-// expert's rows; act_quant of those rows; the grouped w2 GEMM; the combine. GEMM CTAs read the
-// counts from device memory and CTAs past the number of active experts exit at once.
+// Launches: the routing plan (one CTA: per-expert counts and offsets, a slot per (token, k),
+// work units of up to rows_per_pass rows of one expert; order within an expert is arbitrary,
+// rows are independent) with act_quant of x in its other CTAs; the grouped w1/w3 GEMM + SwiGLU
+// (clamp, routing weight) over every unit, with act_quant of h when a CTA owns whole 32-blocks
+// (32 columns; else one more launch); the grouped w2 GEMM; the combine. The GEMMs are persistent
+// grids over (unit, column tile) items that read the unit count from device memory; the last
+// three launches are programmatic (each starts while the previous one drains).
 //
 // Numerics: per (token, expert) the CPU's linear -> swiglu -> linear sequence bit for bit, except
 // swiglu's exp (correctly rounded here, glibc's expf on the CPU: see device_numeric.cuh). The
@@ -38,8 +40,14 @@ struct MoeRoutedArgs {
   float swiglu_limit = 0.0f;      // <= 0: no clamp
   const float* shared = nullptr;  // [tokens, dim] shared expert output (bf16 values), or null
   float* out = nullptr;           // [tokens, dim] bf16 values
-  int tile_variant = -1;          // columns per CTA 8, 16, 32 (0-2: one CTA/SM, 3-5: two); -1 picks
+  int tile_variant = -1;          // 0..kMoeVariants-1 (below); -1: moe_routed_pick
 };
+
+// Tile variants, all bitwise equal: 8, 16, 32 columns per CTA at one CTA per SM (0-2), the same
+// at two CTAs per SM (3-5), then 16 and 32 columns at two CTAs per SM with twice the work per
+// pipeline chunk (6-7).
+inline constexpr int kMoeVariants = 8;
+int moe_routed_pick(int64_t tokens, int topk, int num_experts);
 
 // Whether the shapes are supported (dim and inter multiples of 128, topk <= 16, experts <= 1024).
 bool moe_routed_supports(const MoeRoutedArgs& a);

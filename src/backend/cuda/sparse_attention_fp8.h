@@ -21,6 +21,12 @@ inline constexpr int kKvDim = 512;
 inline constexpr int kAttnHeads = 64;
 // Keys per query (window + extra) the kernel accepts; indices are staged in shared memory.
 inline constexpr int kAttnMaxKeys = 4096;
+// Up to this many queries a call with a workspace runs the split path: one thread block per
+// (key block, query, head group) for the scores, then softmax and PV per (query, head group, 128
+// value dims). Same bits as the one-block kernel (the same steps in the same order per head);
+// it only spreads a small batch's sequential key-block walk over more SMs. Measured on the H200
+// (docs/benchmarks.md): 2.7x faster at 1 query, 1.6x at 16, slower from 64.
+inline constexpr int64_t kAttnSplitMaxQueries = 16;
 
 struct SparseAttentionFp8Args {
   const uint16_t* q = nullptr;  // [num_queries, 64, 512] bf16 bits
@@ -42,6 +48,13 @@ struct SparseAttentionFp8Args {
   // of blocks, then the most heads). Any choice gives the same bits: each head's arithmetic,
   // denominators included, does not depend on its neighbours (tested).
   int heads_per_block = 0;
+  // Device scratch for the split path (sparse_attention_fp8_workspace_bytes); without it (or
+  // when smaller) the one-block kernel runs. The result does not depend on which path runs.
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  // 0: split path when num_queries <= kAttnSplitMaxQueries and the workspace suffices; 1: never;
+  // 2: whenever the workspace suffices (tests and the benchmark).
+  int split = 0;
   // Benchmark only (time a stage by leaving it out; the output is then garbage): bit 0 skips
   // the KV loads, bit 1 the decode, bit 2 the MMAs. 0 in every real call.
   int ablate = 0;
@@ -52,6 +65,10 @@ struct SparseAttentionFp8Args {
 // 64 keys as kernels::sparse_attention_query. Errors: cudaErrorInvalidValue for shapes outside
 // the above; cudaErrorNotSupported below sm_80.
 cudaError_t sparse_attention_fp8(const SparseAttentionFp8Args& args, cudaStream_t stream);
+
+// Workspace the split path needs: fp32 logits [T][64][keys] and bf16 decoded keys [T][keys][512]
+// (keys rounded up to 64).
+size_t sparse_attention_fp8_workspace_bytes(int64_t num_queries, int64_t num_keys);
 
 // Writes rows[r] (512 values, bf16 bits) into pool row slots[r] (skipped when -1) in the FP8
 // format, so that decoding the row gives fake_quant_row_fp8(row, 512, 32) bitwise.

@@ -198,7 +198,7 @@ TEST_P(CudaMoe, RoutedExpertsAndCombineMatchCpu) {
   void* scratch =
       m.alloc<uint8_t>(cuda::moe_routed_scratch_bytes(c.tokens, c.topk, c.experts, c.dim, c.inter));
   std::vector<float> first;
-  for (int v = -1; v < cuda::kSkinnyVariants; ++v) {
+  for (int v = -1; v < cuda::kMoeVariants; ++v) {
     a.tile_variant = v;
     ASSERT_EQ(cudaMemset(a.out, 0xff, cpu.size() * sizeof(float)), cudaSuccess);
     ASSERT_EQ(cuda::moe_routed(a, scratch, nullptr), cudaSuccess);
@@ -291,14 +291,16 @@ std::string moe_case_name(const ::testing::TestParamInfo<MoeCase>& info) {
   return name;
 }
 
-// One token; heavy collisions (several passes per expert); 384 experts (the plan's scan across
-// warps); three experts for 33 tokens (five passes).
+// One token; heavy collisions (several units per expert); 384 experts (the plan's scan across
+// warps); three experts for 33 tokens (five units each); 1,024 experts with 300 tokens (more
+// items than one CTA's table holds at 8 columns: the grouped GEMMs launch more CTAs than fit).
 INSTANTIATE_TEST_SUITE_P(Shapes,
                          CudaMoe,
                          ::testing::Values(MoeCase{1, 16, 4, 256, 128, 10.0f},
                                            MoeCase{5, 8, 3, 384, 256, 0.5f},
                                            MoeCase{40, 384, 6, 256, 256, 10.0f},
-                                           MoeCase{33, 3, 2, 128, 384, 10.0f}),
+                                           MoeCase{33, 3, 2, 128, 384, 10.0f},
+                                           MoeCase{300, 1024, 4, 256, 128, 10.0f}),
                          moe_case_name);
 
 }  // namespace

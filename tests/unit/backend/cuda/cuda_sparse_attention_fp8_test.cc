@@ -201,6 +201,8 @@ DeviceProblem upload_problem(SparseAttentionFp8Test* t, const Problem& p, uint32
   a.sink = t->upload(p.sink);
   a.softmax_scale = 1.0f / std::sqrt(static_cast<float>(D));
   a.out = t->upload(std::vector<uint16_t>(static_cast<size_t>(p.T * H * D), 0x7fc1));  // NaN
+  a.workspace_bytes = sparse_attention_fp8_workspace_bytes(p.T, p.win + p.extra);
+  a.workspace = t->upload(std::vector<uint8_t>(a.workspace_bytes, 0xff));  // NaN logits
   return dp;
 }
 
@@ -240,9 +242,16 @@ TEST_F(SparseAttentionFp8Test, MatchesCpuReferenceWithinTolerance) {
     const Problem p =
         make_problem(c.T, c.win, c.extra, static_cast<uint32_t>(c.T * 1000 + c.extra));
     DeviceProblem dp = upload_problem(this, p, static_cast<uint32_t>(c.win + 7));
+    // Both paths: one block per query (split = 1) and key blocks spread over blocks (2).
+    dp.args.split = 2;
+    ASSERT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaSuccess);
+    const auto split_bits = download(dp.args.out, static_cast<size_t>(p.T * H * D));
+    dp.args.split = 1;
     ASSERT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const auto gpu_bits = download(dp.args.out, static_cast<size_t>(p.T * H * D));
+    EXPECT_TRUE(split_bits == gpu_bits)
+        << "split path differs, T=" << c.T << " win=" << c.win << " extra=" << c.extra;
     const auto cpu = cpu_reference(p, dp, dp.args.softmax_scale);
     // Tolerance: the sums inside the MMAs run in another order than the CPU's 8-lane dots and the
     // exp is ex2.approx, so an fp32 logit or p can differ in its last bits; that moves a bf16
@@ -283,25 +292,31 @@ TEST_F(SparseAttentionFp8Test, OutputBitsDoNotDependOnBatchOrHeadSplit) {
   DeviceProblem dp = upload_problem(this, p, 5);
   const size_t n = static_cast<size_t>(p.T * H * D);
   std::vector<std::vector<uint16_t>> outs;
-  for (int h : {0, 16, 32, 64}) {
-    dp.args.heads_per_block = h;
+  // Heads per block 0 (automatic), 16, 32, 64 on the one-block path, then the split path.
+  for (int h : {0, 16, 32, 64, -1}) {
+    dp.args.heads_per_block = h < 0 ? 0 : h;
+    dp.args.split = h < 0 ? 2 : 1;
     ASSERT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaSuccess);
     outs.push_back(download(dp.args.out, n));
   }
   for (size_t v = 1; v < outs.size(); ++v) EXPECT_TRUE(outs[v] == outs[0]) << "variant " << v;
-  // Queries alone (T = 1, 64 heads per block) against the batch of 40 (automatic choice).
+  // Queries alone (T = 1: the split path, automatic; then one block, 64 heads per block)
+  // against the batch of 40.
   for (int64_t t : {0, 7, 39}) {
-    SparseAttentionFp8Args one = dp.args;
-    one.heads_per_block = 64;
-    one.num_queries = 1;
-    one.q = dp.args.q + t * H * D;
-    one.indices = dp.args.indices + t * p.win;
-    one.extra_indices = dp.args.extra_indices + t * p.extra;
-    one.out = upload(std::vector<uint16_t>(static_cast<size_t>(H * D), 0));
-    ASSERT_EQ(sparse_attention_fp8(one, nullptr), cudaSuccess);
-    const auto alone = download(one.out, static_cast<size_t>(H * D));
-    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), outs[0].begin() + t * H * D))
-        << "query " << t;
+    for (int split : {0, 1}) {
+      SparseAttentionFp8Args one = dp.args;
+      one.heads_per_block = split ? 64 : 0;
+      one.split = split;
+      one.num_queries = 1;
+      one.q = dp.args.q + t * H * D;
+      one.indices = dp.args.indices + t * p.win;
+      one.extra_indices = dp.args.extra_indices + t * p.extra;
+      one.out = upload(std::vector<uint16_t>(static_cast<size_t>(H * D), 0));
+      ASSERT_EQ(sparse_attention_fp8(one, nullptr), cudaSuccess);
+      const auto alone = download(one.out, static_cast<size_t>(H * D));
+      EXPECT_TRUE(std::equal(alone.begin(), alone.end(), outs[0].begin() + t * H * D))
+          << "query " << t << " split " << split;
+    }
   }
 }
 

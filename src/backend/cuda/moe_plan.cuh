@@ -1,0 +1,126 @@
+// The routing plan of moe_grouped.cu, built on the device from the router's (token, k) choices:
+// per-expert row counts and offsets, a slot per (token, k) (rows of one expert are contiguous;
+// their order inside the expert is arbitrary, rows are independent), and the work units of the
+// grouped GEMMs: one unit per `rows_per_pass` rows of an expert, in ascending expert order, so a
+// persistent GEMM CTA can map "item i" to (unit, column tile) without knowing the counts on the
+// host. The same launch quantizes the FFN input (act_quant) in its other CTAs, one launch fewer.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/bulk_copy.cuh"
+#include "backend/cuda/device_numeric.cuh"
+
+namespace di::backend::cuda::moe {
+
+constexpr int kPlanThreads = 1024;  // one CTA plans; also the largest expert count
+
+// Device-side routing plan (scratch).
+struct Plan {
+  int32_t* counts;       // [E] rows per expert
+  int32_t* offsets;      // [E] first slot of each expert
+  int32_t* unit_expert;  // [P] expert of each work unit (at most one unit per slot)
+  int32_t* unit_row0;    // [P] first row of the unit inside its expert
+  int32_t* num_units;    // [1]
+  int32_t* row_of;       // [P] token of each slot
+  float* weight_of;      // [P] routing weight of each slot
+  int32_t* slot_of;      // [P] slot of each (token, k); -1 for an out-of-range expert id
+};
+
+// The max of |v| over a warp: order-free, so the same scale as quantize_fp8's loop.
+__device__ __forceinline__ float warp_amax(float v) {
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// act_quant of one 32-block held one element per lane (quantize_fp8_kernel's operations): lane
+// 0 stores the scale; every lane its e4m3 value (as a float).
+__device__ __forceinline__ void quantize_lane(float v, float* q, float* scale) {
+  const float amax = fmaxf(warp_amax(fabsf(v)), 1e-4f);
+  const float s = pow2_ceil_scale(__fmul_rn(amax, __fdiv_rn(1.0f, 448.0f)));
+  if (threadIdx.x % 32 == 0) *scale = s;
+  *q = round_e4m3(fminf(fmaxf(__fdiv_rn(v, s), -448.0f), 448.0f));
+}
+
+__device__ __forceinline__ int2 warp_inclusive_scan(int2 v) {
+  const int lane = threadIdx.x % 32;
+  for (int o = 1; o < 32; o *= 2) {
+    const int a = __shfl_up_sync(0xffffffffu, v.x, o), b = __shfl_up_sync(0xffffffffu, v.y, o);
+    if (lane >= o) {
+      v.x += a;
+      v.y += b;
+    }
+  }
+  return v;
+}
+
+struct PlanArgs {
+  const int32_t* experts;  // [tokens, topk]
+  const float* weights;    // [tokens, topk]
+  int pairs, topk, num_experts, rows_per_unit;
+  const float* x;  // [tokens, dim] FFN input, quantized by CTAs 1..: q, scales
+  int64_t x_blocks;
+  float *qx, *sx;
+};
+
+// CTA 0: the plan. CTAs 1..: act_quant of x, one warp per 32-block. The next kernel (the grouped
+// w1/w3 GEMM, launched programmatically) may start its prologue at once: it waits for this whole
+// grid before reading anything.
+static __global__ void __launch_bounds__(kPlanThreads) plan_kernel(PlanArgs a, Plan p) {
+  bulk::launch_dependents();
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  if (blockIdx.x > 0) {
+    const int64_t warps = int64_t{gridDim.x - 1} * (kPlanThreads / 32);
+    for (int64_t b = int64_t{blockIdx.x - 1} * (kPlanThreads / 32) + warp; b < a.x_blocks;
+         b += warps) {
+      quantize_lane(a.x[b * 32 + lane], a.qx + b * 32 + lane, a.sx + b);
+    }
+    return;
+  }
+  __shared__ int count[kPlanThreads];
+  __shared__ int cursor[kPlanThreads];
+  __shared__ int2 warp_total[32];
+  count[tid] = 0;
+  __syncthreads();
+  for (int i = tid; i < a.pairs; i += kPlanThreads) {
+    const int e = a.experts[i];
+    if (e >= 0 && e < a.num_experts) atomicAdd(&count[e], 1);
+  }
+  __syncthreads();
+  // Exclusive scans of the counts (offsets) and of the units per expert (first unit).
+  const int2 own = make_int2(count[tid], (count[tid] + a.rows_per_unit - 1) / a.rows_per_unit);
+  const int2 incl = warp_inclusive_scan(own);
+  if (lane == 31) warp_total[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    const int2 t = warp_total[lane];
+    const int2 s = warp_inclusive_scan(t);
+    warp_total[lane] = make_int2(s.x - t.x, s.y - t.y);
+  }
+  __syncthreads();
+  const int2 before =
+      make_int2(incl.x - own.x + warp_total[warp].x, incl.y - own.y + warp_total[warp].y);
+  if (tid < a.num_experts) {
+    p.counts[tid] = own.x;
+    p.offsets[tid] = before.x;
+    for (int u = 0; u < own.y; ++u) {
+      p.unit_expert[before.y + u] = tid;
+      p.unit_row0[before.y + u] = u * a.rows_per_unit;
+    }
+  }
+  if (tid == kPlanThreads - 1) *p.num_units = before.y + own.y;
+  cursor[tid] = before.x;
+  __syncthreads();
+  for (int i = tid; i < a.pairs; i += kPlanThreads) {
+    const int e = a.experts[i];
+    int slot = -1;
+    if (e >= 0 && e < a.num_experts) {
+      slot = atomicAdd(&cursor[e], 1);
+      p.row_of[slot] = i / a.topk;
+      p.weight_of[slot] = a.weights[i];
+    }
+    p.slot_of[i] = slot;
+  }
+}
+
+}  // namespace di::backend::cuda::moe
