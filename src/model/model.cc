@@ -225,7 +225,9 @@ void Model::final_logits(ConstRowsView x,
   if (final_hidden) *final_hidden = h.to_host();
   ops_->rms_norm(h.view(), weights_.norm.data(), config_.norm_eps, hn.view());
   ops_->linear(hn.view(), weights_.head, out.view(), /*round_bf16=*/false);
-  logits = out.to_host();
+  // Into the caller's vector: one kept across steps is not reallocated (and page-faulted) again.
+  logits.resize(static_cast<size_t>(n * config_.vocab_size));
+  ops_->download(out.data(), logits.data(), n * config_.vocab_size);
 }
 
 void Model::end_forward(ForwardContext& ctx) const {

@@ -115,6 +115,16 @@ void CudaOps::grouped_linear(
           return Status(StatusCode::kInvalidArgument, "grouped_linear: shapes do not match");
         }
         DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, m.weight(w));
+        if (m.gemm == CudaGemm::kTensor && cuda::dense_bf16_tc_supports(dw, groups)) {
+          // The tensor path: bf16 MMAs for every M (dense_bf16_tc.cu); x is bf16 in the
+          // reference (the attention output), so the conversion is exact.
+          const int64_t n = x.rows * x.cols;
+          DI_ASSIGN_OR_RETURN(uint16_t * xb, m.scratch<uint16_t>(static_cast<size_t>(n)));
+          DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_bits(x.data, n, xb, m.stream));
+          DI_CUDA_RETURN_IF_ERROR(
+              cuda::dense_bf16_tc(xb, x.rows, dw, groups, y.data, round_bf16, m.stream));
+          return {};
+        }
         // Like `linear`: a thread per output only when there are enough outputs to keep bytes in
         // flight, else eight threads per output.
         const bool gemv = cuda::dense_gemv_applies(x.rows, dw) && dw.out_features >= 16384 &&

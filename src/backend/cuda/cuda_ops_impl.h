@@ -173,7 +173,7 @@ struct CudaOps::Impl {
       // bf16 in the reference (the normed hidden state), so the conversion is exact.
       DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(static_cast<size_t>(rows * cols)));
       DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_bits(dx, rows * cols, xb, stream));
-      DI_CUDA_RETURN_IF_ERROR(cuda::dense_bf16_tc(xb, rows, dw, dy, round, stream));
+      DI_CUDA_RETURN_IF_ERROR(cuda::dense_bf16_tc(xb, rows, dw, 1, dy, round, stream));
       return {};
     }
     if (w.format != WeightFormat::kFP8 && w.format != WeightFormat::kFP4) {

@@ -25,17 +25,27 @@ __device__ __forceinline__ uint4 load16(const uint16_t* p) {
 // f0 + g + 8 and for token g of each group: K is permuted the same way for both operands (logical
 // k 2q, 2q+1, 2q+8, 2q+9 of an MMA are physical 8q .. 8q+3, then 8q+4 .. 8q+7 for the second
 // MMA), which leaves every dot product unchanged and makes each operand one 16-byte load.
+// `splits` warps share a 16-feature tile, each a contiguous K range, and their partial sums are
+// added in split order: the split depends on K only (never on the rows), and it gives small
+// batches four times the warps to keep weight bytes in flight.
 __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16_t* __restrict__ x,
                                                                     int64_t rows,
                                                                     const uint16_t* __restrict__ w,
                                                                     int64_t n_out,
                                                                     int64_t k,
+                                                                    int splits,
+                                                                    int64_t group_out,
+                                                                    int64_t x_stride,
                                                                     float* __restrict__ y,
                                                                     bool round) {
+  __shared__ float partial[kWarps][kTokGroups][4][32];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-  const int64_t f0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * 16;
-  if (f0 >= n_out) return;
+  const int tile = warp / splits, part = warp % splits;
+  const int64_t f0 = (static_cast<int64_t>(blockIdx.x) * (kWarps / splits) + tile) * 16;
   const int64_t fa = f0 + g, fb = f0 + g + 8;
+  const int64_t k_part = k / splits, k_begin = part * k_part, k_end = k_begin + k_part;
+  // Grouped products (wo_a): the tile's 16 features lie in one group, which reads its x slice.
+  const uint16_t* xg = x + (min(f0, n_out - 1) / group_out) * k;
   const uint4 zero = make_uint4(0, 0, 0, 0);
   for (int64_t t0 = 0; t0 < rows; t0 += kTokGroups * 8) {
     float acc[kTokGroups][4];
@@ -45,7 +55,7 @@ __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16
     const int64_t left = rows - t0;
     const int groups = left >= kTokGroups * 8 ? kTokGroups : static_cast<int>((left + 7) / 8);
 #pragma unroll 2
-    for (int64_t kc = 0; kc < k; kc += 32) {
+    for (int64_t kc = k_begin; kc < k_end; kc += 32) {
       const int64_t off = kc + 8 * q;
       const uint4 a = fa < n_out ? load16(w + fa * k + off) : zero;
       const uint4 b = fb < n_out ? load16(w + fb * k + off) : zero;
@@ -54,12 +64,33 @@ __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16
       for (int tg = 0; tg < kTokGroups; ++tg) {
         if (tg < groups) {
           const int64_t t = t0 + tg * 8 + g;
-          const uint4 xv = t < rows ? load16(x + t * k + off) : zero;
+          const uint4 xv = t < rows ? load16(xg + t * x_stride + off) : zero;
           mma_bf16(acc[tg], a0, xv.x, xv.y);
           mma_bf16(acc[tg], a1, xv.z, xv.w);
         }
       }
     }
+    if (splits > 1) {
+#pragma unroll
+      for (int tg = 0; tg < kTokGroups; ++tg) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) partial[warp][tg][i][lane] = acc[tg][i];
+      }
+      __syncthreads();
+      if (part == 0) {
+#pragma unroll
+        for (int tg = 0; tg < kTokGroups; ++tg) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            float v = partial[warp][tg][i][lane];
+            for (int p = 1; p < splits; ++p) v = __fadd_rn(v, partial[warp + p][tg][i][lane]);
+            acc[tg][i] = v;
+          }
+        }
+      }
+      __syncthreads();  // `partial` is written again by the next pass
+    }
+    if (part != 0) continue;
 #pragma unroll
     for (int tg = 0; tg < kTokGroups; ++tg) {
       if (tg >= groups) continue;
@@ -74,27 +105,42 @@ __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16
   }
 }
 
+// K split in 4 (2) when every part stays a whole number of 32-wide chunks.
+int k_splits(int64_t k) {
+  return k % (4 * 32) == 0 ? 4 : k % (2 * 32) == 0 ? 2 : 1;
+}
+
 }  // namespace
 
+bool dense_bf16_tc_supports(const DeviceWeight& w, int groups) {
+  if (w.format != WeightFormat::kBF16 || w.in_features % 32 != 0 || groups < 1 ||
+      w.out_features % groups != 0 || reinterpret_cast<uintptr_t>(w.data) % 16 != 0) {
+    return false;
+  }
+  return groups == 1 || (w.out_features / groups) % 16 == 0;  // a warp's features in one group
+}
+
 bool dense_bf16_tc_applies(const DeviceWeight& w) {
-  return w.format == WeightFormat::kBF16 && w.in_features % 32 == 0 && w.out_features >= 16384 &&
-         reinterpret_cast<uintptr_t>(w.data) % 16 == 0;
+  return w.out_features >= 16384 && dense_bf16_tc_supports(w, 1);
 }
 
 cudaError_t dense_bf16_tc(const uint16_t* x,
                           int64_t rows,
                           const DeviceWeight& w,
+                          int groups,
                           float* y,
                           bool round_bf16,
                           cudaStream_t s) {
   if (rows <= 0) return rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
-  if (!dense_bf16_tc_applies(w) || reinterpret_cast<uintptr_t>(x) % 16 != 0) {
+  if (!dense_bf16_tc_supports(w, groups) || reinterpret_cast<uintptr_t>(x) % 16 != 0) {
     return cudaErrorInvalidValue;
   }
-  const int64_t ctas = (w.out_features + kWarps * 16 - 1) / (kWarps * 16);
+  const int splits = k_splits(w.in_features);
+  const int64_t per_cta = kWarps / splits * 16;  // features per CTA
+  const int64_t ctas = (w.out_features + per_cta - 1) / per_cta;
   dense_bf16_tc_kernel<<<static_cast<unsigned>(ctas), kWarps * 32, 0, s>>>(
-      x, rows, reinterpret_cast<const uint16_t*>(w.data), w.out_features, w.in_features, y,
-      round_bf16);
+      x, rows, reinterpret_cast<const uint16_t*>(w.data), w.out_features, w.in_features, splits,
+      w.out_features / groups, groups * w.in_features, y, round_bf16);
   return cudaGetLastError();
 }
 

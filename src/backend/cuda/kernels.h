@@ -258,12 +258,16 @@ cudaError_t dense_gemm_grouped(const float* x,
 // groups > 1, w [groups * out, K] is block-diagonal: x is [rows, groups * K] and output n reads x's
 // group n / out (Ops::grouped_linear).
 inline constexpr int64_t kDenseGemvMaxRows = 8;
-// Tensor-path dense BF16 products (dense_bf16_tc.cu): x as bf16 bits [rows, in], bf16 MMAs with
-// fp32 accumulation, one kernel for every M (batch-invariant, within tolerance of the CPU).
+// Tensor-path dense BF16 products (dense_bf16_tc.cu): x as bf16 bits [rows, groups * in], bf16
+// MMAs with fp32 accumulation, one kernel for every M (batch-invariant, within tolerance of the
+// CPU). `linear` uses it for weights with >= 16K outputs (applies), `grouped_linear` for every
+// BF16 weight it supports (each group's outputs a multiple of 16).
+bool dense_bf16_tc_supports(const DeviceWeight& w, int groups);
 bool dense_bf16_tc_applies(const DeviceWeight& w);
 cudaError_t dense_bf16_tc(const uint16_t* x,
                           int64_t rows,
                           const DeviceWeight& w,
+                          int groups,
                           float* y,
                           bool round_bf16,
                           cudaStream_t s);

@@ -31,10 +31,12 @@ class CudaDenseTensorTest : public ::testing::Test {
 };
 
 TEST_F(CudaDenseTensorTest, HeadShapedProductIsCloseAndBatchInvariant) {
-  const int64_t rows = 300, out = 16384 + 40, in = 320;  // an output tail past 64-wide CTAs
-  RandomWeight w = random_weight(WeightFormat::kBF16, out, in, 3);
-  const Rows x = random_rows(static_cast<size_t>(rows * in), 4);
-  for (bool round : {false, true}) {
+  // K = 96, 320, 384 split K in 1, 2, 4 parts; 40 outputs past a multiple of 64.
+  const int64_t rows = 300, out = 16384 + 40;
+  for (const auto& [in, round] :
+       {std::pair<int64_t, bool>{96, false}, {320, false}, {320, true}, {384, false}}) {
+    RandomWeight w = random_weight(WeightFormat::kBF16, out, in, 3);
+    const Rows x = random_rows(static_cast<size_t>(rows * in), 4);
     Rows cpu(static_cast<size_t>(rows * out)), gpu(cpu.size(), NAN);
     cpu_.linear({x.data(), rows, in}, w.view, {cpu.data(), rows, out}, round);
     gpu_->linear({x.data(), rows, in}, w.view, {gpu.data(), rows, out}, round);
@@ -47,7 +49,8 @@ TEST_F(CudaDenseTensorTest, HeadShapedProductIsCloseAndBatchInvariant) {
       den += static_cast<double>(cpu[i]) * cpu[i];
     }
     const double rel = std::sqrt(num / den);
-    std::printf("dense bf16 tensor path (round %d): relative L2 error %.3g\n", round, rel);
+    std::printf("dense bf16 tensor path (K %lld, round %d): relative L2 error %.3g\n",
+                static_cast<long long>(in), round, rel);
     EXPECT_LT(rel, round ? 5e-3 : 1e-5);
     // Row 37 alone, rows 30..69 as a slice, against the 300-row call: identical bits.
     for (const auto& [first, count] : {std::pair<int64_t, int64_t>{37, 1}, {30, 40}, {0, 9}}) {
@@ -60,6 +63,36 @@ TEST_F(CudaDenseTensorTest, HeadShapedProductIsCloseAndBatchInvariant) {
             << "rows " << first << " + " << count << ", element " << i;
       }
     }
+  }
+}
+
+// The grouped output projection (wo_a's shape, scaled down): each group's 48 outputs read their
+// own 128-wide slice of x (K split in 4); close to the CPU's per-group products, and
+// batch-invariant.
+TEST_F(CudaDenseTensorTest, GroupedProductIsCloseAndBatchInvariant) {
+  const int64_t rows = 70, groups = 4, out = groups * 48, in = 128;
+  RandomWeight w = random_weight(WeightFormat::kBF16, out, in, 5);
+  const Rows x = random_rows(static_cast<size_t>(rows * groups * in), 6);
+  Rows cpu(static_cast<size_t>(rows * out)), gpu(cpu.size(), NAN), one(static_cast<size_t>(out));
+  cpu_.grouped_linear({x.data(), rows, groups * in}, w.view, static_cast<int>(groups),
+                      {cpu.data(), rows, out}, true);
+  gpu_->grouped_linear({x.data(), rows, groups * in}, w.view, static_cast<int>(groups),
+                       {gpu.data(), rows, out}, true);
+  gpu_->grouped_linear({x.data() + 33 * groups * in, 1, groups * in}, w.view,
+                       static_cast<int>(groups), {one.data(), 1, out}, true);
+  sync();
+  ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    ASSERT_FALSE(std::isnan(gpu[i])) << "output " << i << " not written";
+    num += (static_cast<double>(gpu[i]) - cpu[i]) * (static_cast<double>(gpu[i]) - cpu[i]);
+    den += static_cast<double>(cpu[i]) * cpu[i];
+  }
+  EXPECT_LT(std::sqrt(num / den), 5e-3);
+  for (int64_t o = 0; o < out; ++o) {
+    ASSERT_EQ(float_bits(one[static_cast<size_t>(o)]),
+              float_bits(gpu[static_cast<size_t>(33 * out + o)]))
+        << "output " << o;
   }
 }
 
