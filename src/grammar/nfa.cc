@@ -249,27 +249,60 @@ class NfaBuilder {
   // if the callee can complete), so no byte or token leads into a branch that can never finish
   // (`"a" []`, an impossible JSON member, a structural-tag trigger with an empty content):
   // masks stay exact there. Productive = final, or an edge to a productive target (through a
-  // productive callee); a least fixed point, iterated in reverse state order since each rule's
-  // states are numbered from its start.
+  // productive callee): a least fixed point. Passes visit callees before callers (call-graph
+  // post-order) and each rule's states backwards (they are numbered from its start), so a
+  // grammar settles in a pass or two plus one per level of recursion. Grammars without a dead
+  // state, nearly all, are left untouched.
   static void prune_dead_ends(NfaGrammar& out) {
-    const size_t n = out.states_.size();
-    std::vector<uint8_t> live(n, 0);
-    auto rule_live = [&](RuleId r) { return live[out.rule_start_[r]] != 0; };
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t i = n; i-- > 0;) {
-        if (live[i]) continue;
-        const NfaState& st = out.states_[i];
-        bool ok = st.final;
-        for (uint32_t e = st.byte_begin; e < st.byte_end && !ok; ++e)
-          ok = live[out.byte_edges_[e].target];
-        for (uint32_t e = st.token_begin; e < st.token_end && !ok; ++e)
-          ok = live[out.token_edges_[e].target];
-        for (uint32_t e = st.ref_begin; e < st.ref_end && !ok; ++e)
-          ok = live[out.ref_edges_[e].target] && rule_live(out.ref_edges_[e].rule);
-        if (ok) live[i] = 1, changed = true;
+    const size_t n = out.states_.size(), nr = out.rule_start_.size();
+    auto rule_end = [&](size_t r) {
+      return r + 1 < nr ? out.rule_start_[r + 1] : static_cast<uint32_t>(n);
+    };
+    std::vector<uint32_t> order;  // rules, callees first
+    std::vector<uint8_t> seen(nr, 0);
+    struct Frame {
+      uint32_t rule, state, edge;  // the next call edge to follow
+    };
+    std::vector<Frame> stack;
+    auto enter = [&](uint32_t r) {
+      seen[r] = 1;
+      stack.push_back(Frame{r, out.rule_start_[r], out.states_[out.rule_start_[r]].ref_begin});
+    };
+    for (uint32_t r0 = 0; r0 < nr; ++r0) {
+      if (!seen[r0]) enter(r0);
+      while (!stack.empty()) {
+        Frame& f = stack.back();
+        if (f.state >= rule_end(f.rule)) {
+          order.push_back(f.rule);
+          stack.pop_back();
+        } else if (f.edge >= out.states_[f.state].ref_end) {
+          if (++f.state < rule_end(f.rule)) f.edge = out.states_[f.state].ref_begin;
+        } else if (const RuleId c = out.ref_edges_[f.edge++].rule; !seen[c]) {
+          enter(static_cast<uint32_t>(c));  // f is not used after this
+        }
       }
     }
+    std::vector<uint8_t> live(n, 0);
+    auto rule_live = [&](RuleId r) { return live[out.rule_start_[r]] != 0; };
+    size_t num_live = 0;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (uint32_t r : order) {
+        for (uint32_t i = rule_end(r); i-- > out.rule_start_[r];) {
+          if (live[i]) continue;
+          const NfaState& st = out.states_[i];
+          bool ok = st.final;
+          for (uint32_t e = st.byte_begin; e < st.byte_end && !ok; ++e)
+            ok = live[out.byte_edges_[e].target];
+          for (uint32_t e = st.token_begin; e < st.token_end && !ok; ++e)
+            ok = live[out.token_edges_[e].target];
+          for (uint32_t e = st.ref_begin; e < st.ref_end && !ok; ++e)
+            ok = live[out.ref_edges_[e].target] && rule_live(out.ref_edges_[e].rule);
+          if (ok) live[i] = 1, changed = true, ++num_live;
+        }
+      }
+    }
+    if (num_live == n) return;
     std::vector<ByteEdge> bytes;
     std::vector<RefEdge> refs;
     std::vector<TokenEdge> tokens;
