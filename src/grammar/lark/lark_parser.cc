@@ -251,7 +251,9 @@ class Builder {
     const char c = (*text_)[pos_];
     if (c == '(' || c == '[') {
       ++pos_;
+      if (++depth_ > 64) fail(line_, "groups nested deeper than 64");  // request input
       const ExprId e = expansions();
+      --depth_;
       if (!eat(c == '(' ? ")" : "]"))
         fail(line_, std::string("missing '") + (c == '(' ? ")" : "]") + "'");
       return c == '[' ? g_.opt(e) : e;
@@ -348,6 +350,7 @@ class Builder {
   size_t pos_ = 0;
   int line_ = 0;
   bool terminal_ = false, common_ = false;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -74,6 +74,12 @@ class Builder {
 
   ExprId format(const OJson& f, const std::string& path, bool top) {
     if (!f.is_object()) fail(path, "must be an object");
+    // Request input: bound the recursion (sequence/or/tag nest formats).
+    if (++depth_ > kMaxDepth) fail(path, "formats nested deeper than 64");
+    struct Leave {
+      int& d;
+      ~Leave() { --d; }
+    } leave{depth_};
     const std::string& type = str(f, "type", path);
     if (type == "const_string") return g_.literal(str(f, "value", path));
     if (type == "json_schema") {
@@ -198,9 +204,10 @@ class Builder {
     return dispatch(triggers, tags, "structural_tag", "structures", false, false);
   }
 
+  static constexpr int kMaxDepth = 64;
   JsonSchemaOptions opts_;
   Grammar g_;
-  int imports_ = 0;
+  int imports_ = 0, depth_ = 0;
 };
 
 }  // namespace

@@ -151,6 +151,19 @@ TEST(ToolCallGrammar, ForcesParsableCallsWithValidArguments) {
   EXPECT_FALSE(matches(named, block(weather)));
 }
 
+// tool_choice "none": the same DSML block stays content (vLLM does not parse calls then).
+TEST(ToolChoice, NoneLeavesDsmlMarkupAsContent) {
+  const std::string text = "ok " + block(call("ping", ""));
+  for (const bool parse : {true, false}) {
+    recipe::ResponseParser parser({false, {}, parse});
+    recipe::ParsedResponse parsed;
+    recipe::accumulate(parsed, parser.push(text));
+    recipe::accumulate(parsed, parser.finish());
+    EXPECT_EQ(parsed.tool_calls.size(), parse ? 1u : 0u);
+    EXPECT_EQ(parsed.content, parse ? "ok " : text);
+  }
+}
+
 TEST(ToolCallGrammar, SchemasThatCannotBeDsmlAreErrors) {
   OJson spec = {{"tools", {{{"name", "f"}, {"parameters", {{"anyOf", OJson::array()}}}}}}};
   auto g = tool_call_grammar(spec);

@@ -82,6 +82,9 @@ TEST(grammar_lark, RefusalsNameTheConstruct) {
   EXPECT_NE(error_of("x: \"a\"\n").find("no 'start' rule"), std::string::npos);
   EXPECT_NE(error_of("start: \"a\n").find("line 1: unterminated string"), std::string::npos);
   EXPECT_NE(error_of("start: /(/\n").find("regex /(/"), std::string::npos);
+  EXPECT_NE(error_of("start: " + std::string(100, '(') + "\"a\"" + std::string(100, ')') + "\n")
+                .find("nested deeper than 64"),
+            std::string::npos);
   // A rule priority and ?/! modifiers do not change the language.
   EXPECT_TRUE(parse_lark("!start.2: \"a\"\n").has_value());
   EXPECT_TRUE(looks_like_lark("start: \"a\""));

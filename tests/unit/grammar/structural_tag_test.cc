@@ -99,6 +99,10 @@ TEST(grammar_structural_tag, ErrorsNameTheField) {
   EXPECT_NE(error_of(R"({"format": {"type": "json_schema", "json_schema": {"type": "nope"}}})")
                 .find("format.json_schema:"),
             std::string::npos);
+  std::string deep = R"({"type": "const_string", "value": "x"})";
+  for (int i = 0; i < 100; ++i) deep = R"({"type": "sequence", "elements": [)" + deep + "]}";
+  EXPECT_NE(error_of(R"({"format": )" + deep + "}").find("nested deeper than 64"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"format": {"type": "tag", "begin": 1, "content": {}, "end": ""}})")
                 .find("format.begin: must be a string"),
             std::string::npos);
