@@ -87,7 +87,7 @@ Expected<StructuredOutput> from_vllm(const json& v, const std::string& field) {
       json parsed = json::parse(it->get<std::string>(), nullptr, /*allow_exceptions=*/false);
       if (parsed.is_discarded() || !parsed.is_object())
         return bad(field + ".structural_tag", "is not a JSON object (or its text)");
-      so.text = parsed.dump();
+      so.text = it->get<std::string>();  // as written: schemas keep their property order
     } else {
       return bad(field + ".structural_tag", "must be a JSON object or its JSON text");
     }
