@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "grammar/ebnf/ebnf_parser.h"
 #include "grammar/matcher.h"
 
 namespace di::grammar {
@@ -239,6 +240,38 @@ TEST(grammar_tag_dispatch, ForcedBytesAfterATrigger) {
   ASSERT_TRUE(m.accept_bytes("ccab"));
   EXPECT_EQ(m.find_jump_forward_bytes(), "");  // free again (the automaton restarted)
   EXPECT_TRUE(m.can_terminate());
+}
+
+// xgrammar's EBNF spelling: the same construct, its options, and the ones refused.
+TEST(grammar_tag_dispatch, EbnfMacro) {
+  const Vocabulary vocab = abc_vocab();
+  auto g = parse_ebnf(R"(root ::= TagDispatch(("ab", x), ("c", y), stop_eos=true,
+                              loop_after_dispatch=false, excludes=())
+                         x ::= "cc"
+                         y ::= "a")");
+  ASSERT_TRUE(g.has_value()) << g.status().message();
+  auto cg = CompiledGrammar::create(*g, TokenTrie::build(vocab));
+  ASSERT_TRUE(cg.has_value());
+  auto full = [&](const std::string& s) {
+    GrammarMatcher m(*cg);
+    return m.accept_bytes(s) && m.can_terminate();
+  };
+  EXPECT_TRUE(
+      full("aab"
+           "cc"));
+  EXPECT_TRUE(full("bbca"));
+  EXPECT_FALSE(
+      full("abcc"
+           "b"));  // loop_after_dispatch=false: the end after one dispatch
+  EXPECT_FALSE(full("abc"));
+  auto bad = parse_ebnf(R"(root ::= TagDispatch(("a", r), stop_eos=false)
+                           r ::= "b")");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(bad.status().message().find("option 'stop_eos=false'"), std::string::npos);
+  EXPECT_FALSE(parse_ebnf(R"(root ::= TagDispatch(("", r))
+                             r ::= "b")")
+                   .has_value());
 }
 
 }  // namespace
