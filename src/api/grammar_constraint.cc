@@ -4,6 +4,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "api/tool_call_grammar.h"
+#include "grammar/lark/lark_parser.h"
+
 namespace di::api {
 
 Expected<grammar::Vocabulary> vocabulary_from_tokenizer(const recipe::Tokenizer& tok,
@@ -53,9 +56,21 @@ Status StructuredOutputCompiler::prepare(StructuredOutput& so) {
     case Kind::kRegex:
       r = compiler_->compile_regex(so.text);
       break;
-    case Kind::kGrammar:
-      r = compiler_->compile_ebnf(so.text);
+    case Kind::kGrammar:  // vLLM's rule: a grammar without `::=` is Lark
+      r = grammar::looks_like_lark(so.text) ? compiler_->compile_lark(so.text)
+                                            : compiler_->compile_ebnf(so.text);
       break;
+    case Kind::kStructuralTag:
+      r = compiler_->compile_structural_tag(so.text, jopts);
+      break;
+    case Kind::kToolCalls: {
+      const std::string key = "tools:" + std::to_string(so.lenient) + ":" + so.text;
+      r = compiler_->compile_keyed(key, [&]() -> Expected<grammar::Grammar> {
+        auto spec = nlohmann::ordered_json::parse(so.text, nullptr, false);
+        return tool_call_grammar(spec, jopts);
+      });
+      break;
+    }
     case Kind::kChoice: {
       grammar::Grammar g;
       std::vector<grammar::ExprId> alts;
@@ -70,8 +85,9 @@ Status StructuredOutputCompiler::prepare(StructuredOutput& so) {
   // Every failure here is about the request (unsupported keyword, bad syntax, too large to
   // compile in time): a 400 that says why.
   if (!r) {
-    return invalid_argument(std::string(structured_output_kind_name(so.kind)) + ": " +
-                            r.status().message());
+    const std::string kind = structured_output_kind_name(so.kind);
+    const std::string& msg = r.status().message();
+    return invalid_argument(msg.starts_with(kind) ? msg : kind + ": " + msg);
   }
   so.compiled = std::move(r).value();
   return Status();

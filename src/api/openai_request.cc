@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "api/tool_choice.h"
 #include "recipe/chat/chat_request_json.h"
 
 namespace di::api {
@@ -201,6 +202,19 @@ Expected<OpenAIRequest> parse_openai_body(const json& body,
   if (r.params.max_tokens < 1) return field_error("max_tokens", "must be at least 1");
   if (r.params.n < 1 || r.params.n > 64) return field_error("n", "must be in [1, 64]");
   DI_ASSIGN_OR_RETURN(r.params.structured_output, parse_structured_output(body));
+  if (r.prompt.chat) {
+    const auto& tools = r.prompt.chat->tools;
+    DI_ASSIGN_OR_RETURN(ToolChoice tc, parse_tool_choice(body, tools));
+    r.parse_tool_calls = tc.mode != ToolChoice::Mode::kNone;
+    if (auto so = tool_choice_output(tc, tools)) {
+      if (r.params.structured_output) {
+        return field_error("tool_choice",
+                           "'required' or a named function cannot be combined with another "
+                           "structured output (response_format, structured_outputs, ...)");
+      }
+      r.params.structured_output = std::move(so);
+    }
+  }
   return r;
 }
 

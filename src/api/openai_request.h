@@ -25,6 +25,8 @@ struct OpenAIRequest {
   bool include_usage = false;   // stream_options.include_usage
   bool echo_token_ids = false;  // return_token_ids (vLLM): token_ids on every choice
   std::string user;             // accepted for logging; not used for routing
+  // False for tool_choice "none": DSML tool markup in the reply stays content (api/tool_choice.h).
+  bool parse_tool_calls = true;
   // params.structured_output: response_format / structured_outputs (see structured_output.h).
 };
 

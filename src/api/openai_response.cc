@@ -74,8 +74,8 @@ json chat_message(const OpenAIRequest& request,
                   int choice) {
   // The reply as the V4.1 format lays it out: reasoning (when the prompt ended in <think>), then
   // content, then DSML tool calls (recipe/parse/response_parser.h).
-  recipe::ResponseParser parser(
-      recipe::ParserOptions{reply_starts_in_reasoning(request.prompt), {}});
+  recipe::ResponseParser parser(recipe::ParserOptions{
+      reply_starts_in_reasoning(request.prompt), {}, request.parse_tool_calls});
   recipe::ParsedResponse parsed;
   recipe::accumulate(parsed, parser.push(text));
   recipe::accumulate(parsed, parser.finish());

@@ -36,6 +36,11 @@ Expected<StructuredOutput> from_response_format(const json& rf) {
   const std::string type = rf["type"].get<std::string>();
   StructuredOutput so;
   if (type == "json_object") return so;
+  if (type == "structural_tag") {
+    so.kind = Kind::kStructuralTag;
+    so.text = rf.dump();
+    return so;
+  }
   if (type == "json_schema") {
     auto js = rf.find("json_schema");
     if (js == rf.end() || !js->is_object())
@@ -47,7 +52,7 @@ Expected<StructuredOutput> from_response_format(const json& rf) {
     return so;
   }
   return bad("response_format.type",
-             "'" + type + "' is not supported (json_schema, json_object or text)");
+             "'" + type + "' is not supported (json_schema, json_object, structural_tag or text)");
 }
 
 Expected<StructuredOutput> from_vllm(const json& v, const std::string& field) {
@@ -57,9 +62,9 @@ Expected<StructuredOutput> from_vllm(const json& v, const std::string& field) {
   for (const char* k : {"json", "regex", "choice", "grammar", "json_object", "structural_tag"})
     n += v.contains(k) && !v[k].is_null();
   if (n != 1)
-    return bad(field, "must hold exactly one of json, regex, choice, grammar, json_object");
-  if (v.contains("structural_tag") && !v["structural_tag"].is_null())
-    return bad(field + ".structural_tag", "structural tags are not supported yet");
+    return bad(field,
+               "must hold exactly one of json, regex, choice, grammar, json_object, "
+               "structural_tag");
   if (auto it = v.find("lenient"); it != v.end()) {
     if (!it->is_boolean()) return bad(field + ".lenient", "must be a boolean");
     so.lenient = it->get<bool>();
@@ -73,6 +78,19 @@ Expected<StructuredOutput> from_vllm(const json& v, const std::string& field) {
   } else if (auto it = v.find("grammar"); it != v.end() && !it->is_null()) {
     so.kind = Kind::kGrammar;
     DI_ASSIGN_OR_RETURN(so.text, string_field(*it, field + ".grammar"));
+  } else if (auto it = v.find("structural_tag"); it != v.end() && !it->is_null()) {
+    // vLLM passes the structural tag as its JSON text; an object is accepted too.
+    so.kind = Kind::kStructuralTag;
+    if (it->is_object()) {
+      so.text = it->dump();
+    } else if (it->is_string()) {
+      json parsed = json::parse(it->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_discarded() || !parsed.is_object())
+        return bad(field + ".structural_tag", "is not a JSON object (or its text)");
+      so.text = it->get<std::string>();  // as written: schemas keep their property order
+    } else {
+      return bad(field + ".structural_tag", "must be a JSON object or its JSON text");
+    }
   } else if (auto it = v.find("choice"); it != v.end() && !it->is_null()) {
     so.kind = Kind::kChoice;
     if (!it->is_array() || it->empty()) return bad(field + ".choice", "must be a non-empty array");
@@ -102,6 +120,10 @@ const char* structured_output_kind_name(StructuredOutput::Kind k) {
       return "choice";
     case Kind::kGrammar:
       return "grammar";
+    case Kind::kStructuralTag:
+      return "structural_tag";
+    case Kind::kToolCalls:
+      return "tool_choice";
   }
   return "?";
 }

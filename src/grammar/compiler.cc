@@ -2,7 +2,9 @@
 #include "grammar/compiler.h"
 
 #include "grammar/ebnf/ebnf_parser.h"
+#include "grammar/lark/lark_parser.h"
 #include "grammar/regex/regex_parser.h"
+#include "grammar/structural_tag/structural_tag.h"
 
 namespace di::grammar {
 
@@ -75,6 +77,24 @@ GrammarCompiler::Result GrammarCompiler::compile_ebnf(std::string_view text,
   std::string t(text), r(root);
   // Token references resolve through the vocabulary, which cached() puts in every key.
   return cached("ebnf:" + r + ":" + t, [&] { return parse_ebnf(t, r, trie_.get()); });
+}
+
+GrammarCompiler::Result GrammarCompiler::compile_lark(std::string_view text,
+                                                      std::string_view start) {
+  std::string t(text), s(start);
+  return cached("lark:" + s + ":" + t, [&] { return parse_lark(t, s); });
+}
+
+GrammarCompiler::Result GrammarCompiler::compile_structural_tag(std::string_view json_text,
+                                                                const JsonSchemaOptions& opts) {
+  std::string t(json_text);
+  return cached("stag:" + options_key(opts) + t,
+                [&] { return structural_tag_to_grammar(t, opts); });
+}
+
+GrammarCompiler::Result GrammarCompiler::compile_keyed(
+    const std::string& key, const std::function<Expected<Grammar>()>& build) {
+  return cached("keyed:" + key, build);
 }
 
 size_t GrammarCompiler::cache_size() const {

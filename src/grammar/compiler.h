@@ -36,6 +36,12 @@ class GrammarCompiler {
   Result compile_json_object(const JsonSchemaOptions& opts = {});
   Result compile_regex(std::string_view pattern);
   Result compile_ebnf(std::string_view text, std::string_view root = "root");
+  // Lark-lite (lark/lark_parser.h).
+  Result compile_lark(std::string_view text, std::string_view start = "start");
+  // xgrammar's structural_tag JSON (structural_tag/structural_tag.h).
+  Result compile_structural_tag(std::string_view json_text, const JsonSchemaOptions& opts = {});
+  // A grammar built by the caller, cached under `key` (which must determine the grammar).
+  Result compile_keyed(const std::string& key, const std::function<Expected<Grammar>()>& build);
   // Compiles an already built IR (no caching).
   Result compile(const Grammar& g);
 

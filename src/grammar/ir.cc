@@ -79,6 +79,33 @@ ExprId Grammar::token(int32_t id, bool negated) {
   return add(std::move(e));
 }
 
+ExprId Grammar::tag_dispatch(TagDispatchSpec spec) {
+  Expr e;
+  e.kind = ExprKind::kTagDispatch;
+  e.rule = static_cast<int32_t>(tag_dispatches_.size());
+  tag_dispatches_.push_back(std::move(spec));
+  return add(std::move(e));
+}
+
+RuleId Grammar::import(const Grammar& other, const std::string& prefix) {
+  const auto expr_base = static_cast<ExprId>(exprs_.size());
+  const auto rule_base = static_cast<RuleId>(rules_.size());
+  const auto td_base = static_cast<int32_t>(tag_dispatches_.size());
+  for (const Rule& r : other.rules_)
+    rules_.push_back(Rule{prefix + r.name, r.body < 0 ? -1 : r.body + expr_base});
+  for (TagDispatchSpec td : other.tag_dispatches_) {
+    for (int32_t& r : td.rules) r += rule_base;
+    tag_dispatches_.push_back(std::move(td));
+  }
+  for (Expr e : other.exprs_) {
+    for (ExprId& c : e.children) c += expr_base;
+    if (e.kind == ExprKind::kRuleRef) e.rule += rule_base;
+    if (e.kind == ExprKind::kTagDispatch) e.rule += td_base;
+    exprs_.push_back(std::move(e));
+  }
+  return other.root_ < 0 ? -1 : other.root_ + rule_base;
+}
+
 RuleId Grammar::add_rule(std::string name) {
   rules_.push_back(Rule{std::move(name), -1});
   return static_cast<RuleId>(rules_.size() - 1);
@@ -134,6 +161,15 @@ void print_expr(const Grammar& g, ExprId id, std::string& out) {
     case ExprKind::kToken:
       out += (e.negated ? "!<[" : "<[") + std::to_string(e.token) + "]>";
       break;
+    case ExprKind::kTagDispatch: {
+      const TagDispatchSpec& td = g.tag_dispatches()[e.rule];
+      out += "TagDispatch(";
+      for (size_t i = 0; i < td.triggers.size(); ++i)
+        out += "(\"" + td.triggers[i] + "\", " + g.rules()[td.rules[i]].name + "), ";
+      out += std::string("loop_after_dispatch=") + (td.loop ? "true" : "false") +
+             (td.at_least_one ? ", at_least_one=true)" : ")");
+      break;
+    }
     case ExprKind::kSeq:
     case ExprKind::kAlt:
       out += '(';

@@ -18,14 +18,36 @@ using RuleId = int32_t;
 
 // kToken: one whole token of the vocabulary as a unit (EBNF `<[id]>`, `<text>`), or with
 // `negated` any one text token except it (`!<...>`); see docs/grammar.md "Token terminals".
-enum class ExprKind : uint8_t { kEmpty, kBytes, kSeq, kAlt, kRepeat, kRuleRef, kNothing, kToken };
+// kTagDispatch: free text watched for triggers (TagDispatch below; docs/grammar.md).
+enum class ExprKind : uint8_t {
+  kEmpty,
+  kBytes,
+  kSeq,
+  kAlt,
+  kRepeat,
+  kRuleRef,
+  kNothing,
+  kToken,
+  kTagDispatch
+};
+
+// xgrammar's TagDispatch: free bytes in which no trigger occurs; the first trigger completed
+// (the longest one ending at that byte) must be followed by its rule, after which free text
+// starts again (`loop`) or the expression ends. The NFA builder lowers it through an
+// Aho-Corasick automaton over the triggers (aho_corasick.h), one NFA state per automaton node.
+struct TagDispatchSpec {
+  std::vector<std::string> triggers;  // non-empty, distinct
+  std::vector<int32_t> rules;         // per trigger: the rule read right after it
+  bool loop = true;                   // free text again after a dispatch (else the end)
+  bool at_least_one = false;          // may not end before one dispatch
+};
 
 struct Expr {
   ExprKind kind = ExprKind::kEmpty;
   ByteSet bytes;                 // kBytes
   std::vector<ExprId> children;  // kSeq, kAlt, kRepeat (one child)
   int32_t min = 0, max = -1;     // kRepeat; max -1 = unbounded
-  RuleId rule = -1;              // kRuleRef
+  RuleId rule = -1;              // kRuleRef; kTagDispatch: index into tag_dispatches()
   int32_t token = -1;            // kToken: vocabulary id
   bool negated = false;          // kToken: any text token but `token`
 };
@@ -51,6 +73,10 @@ class Grammar {
   ExprId ref(RuleId rule);
   // A token terminal (ids are checked against the vocabulary when the grammar is compiled).
   ExprId token(int32_t id, bool negated = false);
+  ExprId tag_dispatch(TagDispatchSpec spec);
+
+  // Copies every rule of `other` (names prefixed) into this grammar; returns other's root here.
+  RuleId import(const Grammar& other, const std::string& prefix);
 
   // Declares a rule (body set later, which allows forward and recursive references).
   RuleId add_rule(std::string name);
@@ -62,6 +88,7 @@ class Grammar {
   const std::vector<Rule>& rules() const { return rules_; }
   const Expr& expr(ExprId id) const { return exprs_[id]; }
   size_t num_exprs() const { return exprs_.size(); }
+  const std::vector<TagDispatchSpec>& tag_dispatches() const { return tag_dispatches_; }
 
   // Human-readable dump (EBNF-like), for error messages and tests.
   std::string to_string() const;
@@ -70,6 +97,7 @@ class Grammar {
   ExprId add(Expr e);
   std::vector<Expr> exprs_;
   std::vector<Rule> rules_;
+  std::vector<TagDispatchSpec> tag_dispatches_;
   RuleId root_ = -1;
 };
 

@@ -4,7 +4,10 @@
 #include "grammar/nfa.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
+
+#include "grammar/aho_corasick.h"
 
 namespace di::grammar {
 
@@ -40,6 +43,7 @@ class NfaBuilder {
       out.rule_names_.push_back(rules[r].name);
     }
     for (size_t r = 0; r < rules.size(); ++r) build_rule(static_cast<RuleId>(r), out);
+    prune_dead_ends(out);
     compute_nullable(out);
   }
 
@@ -76,6 +80,8 @@ class NfaBuilder {
         ts_[from].tokens.emplace_back(TokenEdge{e.token, e.negated, 0}, s);
         return s;
       }
+      case ExprKind::kTagDispatch:
+        return build_tag_dispatch(g_.tag_dispatches()[e.rule], from);
       case ExprKind::kSeq: {
         int cur = from;
         for (ExprId c : e.children) cur = build(c, cur);
@@ -113,6 +119,53 @@ class NfaBuilder {
       }
     }
     return from;
+  }
+
+  // One state per Aho-Corasick node that completes no trigger (per phase: with at_least_one and
+  // loop, phase 0 is "no dispatch yet" and may not end). A byte that completes trigger t goes
+  // to a state that calls t's rule, after which free text restarts at the root (or the
+  // expression ends). Free states loop inside this rule, so free text costs one Earley item per
+  // byte, not a nested call per byte.
+  int build_tag_dispatch(const TagDispatchSpec& td, int from) {
+    if (td.triggers.empty() || td.triggers.size() != td.rules.size())
+      throw BuildError(StatusCode::kInvalidArgument, "TagDispatch needs one rule per trigger");
+    for (const std::string& t : td.triggers)
+      if (t.empty()) throw BuildError(StatusCode::kInvalidArgument, "TagDispatch: empty trigger");
+    const AhoCorasick ac(td.triggers);
+    const int phases = td.at_least_one && td.loop ? 2 : 1;
+    const int end = new_state();
+    std::vector<std::vector<int>> free(phases, std::vector<int>(ac.num_nodes(), -1));
+    for (int ph = 0; ph < phases; ++ph)
+      for (uint32_t n = 0; n < ac.num_nodes(); ++n)
+        if (ac.match(n) < 0) free[ph][n] = new_state();
+    ts_[from].eps.push_back(free[0][0]);
+    for (int ph = 0; ph < phases; ++ph) {
+      // After a dispatch: the call state per trigger, shared by every byte completing it.
+      std::vector<int> call(td.triggers.size(), -1);
+      const int after_ph = phases == 2 ? 1 : 0;
+      for (uint32_t n = 0; n < ac.num_nodes(); ++n) {
+        const int s = free[ph][n];
+        if (s < 0) continue;
+        if (!td.at_least_one || ph == 1) ts_[s].eps.push_back(end);
+        std::map<int, ByteSet> by_target;
+        for (int b = 0; b < 256; ++b) {
+          const uint32_t m = ac.next(n, static_cast<uint8_t>(b));
+          int target = free[ph][m];
+          if (const int32_t t = ac.match(m); t >= 0) {
+            if (call[t] < 0) {
+              call[t] = new_state();
+              const int ret = new_state();
+              ts_[call[t]].refs.emplace_back(td.rules[t], ret);
+              ts_[ret].eps.push_back(td.loop ? free[after_ph][0] : end);
+            }
+            target = call[t];
+          }
+          by_target[target].set(static_cast<uint8_t>(b));
+        }
+        for (auto& [target, set] : by_target) ts_[s].bytes.emplace_back(set, target);
+      }
+    }
+    return end;
   }
 
   void build_rule(RuleId r, NfaGrammar& out) {
@@ -190,6 +243,87 @@ class NfaBuilder {
       }
     }
     out.byte_edges_.push_back(ByteEdge{set, target});
+  }
+
+  // Drops every edge into a state from which no final state can be reached (a call counts only
+  // if the callee can complete), so no byte or token leads into a branch that can never finish
+  // (`"a" []`, an impossible JSON member, a structural-tag trigger with an empty content):
+  // masks stay exact there. Productive = final, or an edge to a productive target (through a
+  // productive callee): a least fixed point. Passes visit callees before callers (call-graph
+  // post-order) and each rule's states backwards (they are numbered from its start), so a
+  // grammar settles in a pass or two plus one per level of recursion. Grammars without a dead
+  // state, nearly all, are left untouched.
+  static void prune_dead_ends(NfaGrammar& out) {
+    const size_t n = out.states_.size(), nr = out.rule_start_.size();
+    auto rule_end = [&](size_t r) {
+      return r + 1 < nr ? out.rule_start_[r + 1] : static_cast<uint32_t>(n);
+    };
+    std::vector<uint32_t> order;  // rules, callees first
+    std::vector<uint8_t> seen(nr, 0);
+    struct Frame {
+      uint32_t rule, state, edge;  // the next call edge to follow
+    };
+    std::vector<Frame> stack;
+    auto enter = [&](uint32_t r) {
+      seen[r] = 1;
+      stack.push_back(Frame{r, out.rule_start_[r], out.states_[out.rule_start_[r]].ref_begin});
+    };
+    for (uint32_t r0 = 0; r0 < nr; ++r0) {
+      if (!seen[r0]) enter(r0);
+      while (!stack.empty()) {
+        Frame& f = stack.back();
+        if (f.state >= rule_end(f.rule)) {
+          order.push_back(f.rule);
+          stack.pop_back();
+        } else if (f.edge >= out.states_[f.state].ref_end) {
+          if (++f.state < rule_end(f.rule)) f.edge = out.states_[f.state].ref_begin;
+        } else if (const RuleId c = out.ref_edges_[f.edge++].rule; !seen[c]) {
+          enter(static_cast<uint32_t>(c));  // f is not used after this
+        }
+      }
+    }
+    std::vector<uint8_t> live(n, 0);
+    auto rule_live = [&](RuleId r) { return live[out.rule_start_[r]] != 0; };
+    size_t num_live = 0;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (uint32_t r : order) {
+        for (uint32_t i = rule_end(r); i-- > out.rule_start_[r];) {
+          if (live[i]) continue;
+          const NfaState& st = out.states_[i];
+          bool ok = st.final;
+          for (uint32_t e = st.byte_begin; e < st.byte_end && !ok; ++e)
+            ok = live[out.byte_edges_[e].target];
+          for (uint32_t e = st.token_begin; e < st.token_end && !ok; ++e)
+            ok = live[out.token_edges_[e].target];
+          for (uint32_t e = st.ref_begin; e < st.ref_end && !ok; ++e)
+            ok = live[out.ref_edges_[e].target] && rule_live(out.ref_edges_[e].rule);
+          if (ok) live[i] = 1, changed = true, ++num_live;
+        }
+      }
+    }
+    if (num_live == n) return;
+    std::vector<ByteEdge> bytes;
+    std::vector<RefEdge> refs;
+    std::vector<TokenEdge> tokens;
+    for (NfaState& st : out.states_) {
+      const uint32_t b0 = static_cast<uint32_t>(bytes.size()),
+                     r0 = static_cast<uint32_t>(refs.size()),
+                     t0 = static_cast<uint32_t>(tokens.size());
+      for (uint32_t e = st.byte_begin; e < st.byte_end; ++e)
+        if (live[out.byte_edges_[e].target]) bytes.push_back(out.byte_edges_[e]);
+      for (uint32_t e = st.ref_begin; e < st.ref_end; ++e)
+        if (live[out.ref_edges_[e].target] && rule_live(out.ref_edges_[e].rule))
+          refs.push_back(out.ref_edges_[e]);
+      for (uint32_t e = st.token_begin; e < st.token_end; ++e)
+        if (live[out.token_edges_[e].target]) tokens.push_back(out.token_edges_[e]);
+      st.byte_begin = b0, st.byte_end = static_cast<uint32_t>(bytes.size());
+      st.ref_begin = r0, st.ref_end = static_cast<uint32_t>(refs.size());
+      st.token_begin = t0, st.token_end = static_cast<uint32_t>(tokens.size());
+    }
+    out.byte_edges_.swap(bytes);
+    out.ref_edges_.swap(refs);
+    out.token_edges_.swap(tokens);
   }
 
   // A rule is nullable when its final state is reachable from its start through nullable calls.

@@ -13,7 +13,8 @@ ResponseStream::ResponseStream(const api::OpenAIRequest& request,
     : request_(request), id_(std::move(id)), created_(created_unix_s), tokenizer_(tokenizer) {
   const bool thinking = api::reply_starts_in_reasoning(request.prompt);
   for (int c = 0; c < request.params.n; ++c) {
-    choices_.push_back(ChoiceState{recipe::ResponseParser({thinking, {}}), false, 0});
+    choices_.push_back(
+        ChoiceState{recipe::ResponseParser({thinking, {}, request.parse_tool_calls}), false, 0});
     output_.choices.push_back(api::Choice{c, {}, "", engine::FinishReason::kNone, {}});
   }
 }

@@ -3,7 +3,7 @@
 # sampling at temperature 1 with several seeds through `deepinfer batch` (the engine's sampler
 # with the grammar constraint). Every constrained output must validate: JSON against its schema
 # with ajv (the test oracle from package.json), regexes with JavaScript's RegExp, choices by
-# membership, and the EBNF request by its own shape. A thinking-mode chat request applies the
+# membership, and the EBNF and Lark requests by their own shape. A thinking-mode chat request applies the
 # grammar only after </think>. Unsupported input is a per-line 400 naming the reason.
 set -uo pipefail
 bin=$1
@@ -58,6 +58,9 @@ for seed in range(1, 4):
                              "guided_choice": ["alpha", "beta", "gamma delta"]})
     add("ebnf:%d" % seed, {"prompt": "Sum:", "seed": seed,
                            "ebnf": 'root ::= num (" + " num){0,3}\nnum ::= [1-9] [0-9]{0,2}'})
+    # The same language as a Lark grammar (vLLM's rule: no `::=` means Lark).
+    add("lark:%d" % seed, {"prompt": "Sum:", "seed": seed, "structured_outputs": {"grammar":
+                           'start: NUM (" + " NUM) ~ 0..3\nNUM: /[1-9][0-9]{0,2}/\n'}})
     # GBNF token terminal: 10240 is the V3 token "Yes", allowed only as that one token.
     add("ebnftok:%d" % seed, {"prompt": "Sum:", "seed": seed,
                               "ebnf": 'root ::= <[10240]> ": " [1-9] [0-9]{0,2}'})
@@ -132,7 +135,7 @@ for (const line of fs.readFileSync(process.argv[2], "utf8").split("\n")) {
       ok = /^[A-Z]{2}-[0-9]{3,5}( ok)?$/.test(text);
     } else if (kind === "choice") {
       ok = ["alpha", "beta", "gamma delta"].includes(text);
-    } else if (kind === "ebnf") {
+    } else if (kind === "ebnf" || kind === "lark") {
       ok = /^[1-9][0-9]{0,2}( \+ [1-9][0-9]{0,2}){0,3}$/.test(text);
     } else if (kind === "ebnftok") {
       ok = /^Yes: [1-9][0-9]{0,2}$/.test(text);

@@ -10,6 +10,8 @@
 
 #include "api/openai_request.h"
 #include "api/openai_response.h"
+#include "api/tool_call_grammar.h"
+#include "grammar/structural_tag/structural_tag.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace di::api;
@@ -23,6 +25,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     if (r->params.max_tokens < 1 || r->params.n < 1 || r->params.n > 64) std::abort();
+    // Structural tags and tool-call grammars are built when a request is compiled: run those
+    // front ends too (a refusal must say why).
+    if (const auto& so = r->params.structured_output) {
+      auto says_why = [](const auto& g) { return g.has_value() || !g.status().message().empty(); };
+      if (so->kind == StructuredOutput::Kind::kStructuralTag &&
+          !says_why(di::grammar::structural_tag_to_grammar(so->text)))
+        std::abort();
+      if (so->kind == StructuredOutput::Kind::kToolCalls &&
+          !says_why(tool_call_grammar(nlohmann::ordered_json::parse(so->text))))
+        std::abort();
+    }
     GenerationOutput out;
     out.prompt_token_ids = {1, 2, 3};
     for (int c = 0; c < r->params.n; ++c) {

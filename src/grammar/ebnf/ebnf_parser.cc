@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "grammar/ebnf/tag_dispatch_args.h"
 #include "grammar/ebnf/token_ref.h"
 #include "grammar/regex/regex_parser.h"
 #include "grammar/utf8.h"
@@ -252,6 +253,19 @@ class EbnfParser {
   }
 
   ExprId parse_macro(const std::string& name) {
+    if (name == "TagDispatch") {
+      ++pos_;
+      EbnfCursor c{s_,
+                   pos_,
+                   [&] { skip_space(); },
+                   [&] { return parse_string_raw(); },
+                   [&] { return parse_name(); },
+                   [&](const std::string& m, StatusCode k) { fail(m, k); }};
+      TagDispatchArgs a = read_tag_dispatch_args(c);
+      TagDispatchSpec spec{a.triggers, {}, a.loop, false};
+      for (const std::string& r : a.rules) spec.rules.push_back(rule_id(r));
+      return g_.tag_dispatch(std::move(spec));
+    }
     if (name != "Regex") fail("macro '" + name + "' is not supported", StatusCode::kUnimplemented);
     ++pos_;
     skip_space();

@@ -13,7 +13,8 @@ namespace di::grammar {
 
 // Parses `text`; `root` names the entry rule. Errors carry line:column. GBNF token terminals
 // (`<[id]>`, `<think>`, `!<...>`, token_ref.h) resolve through `vocab`; without one they are an
-// error. Not supported yet (kUnimplemented): Token/ExcludeToken/TagDispatch macros. Lookahead
+// error. xgrammar's TagDispatch(...) macro becomes a TagDispatch (ir.h; stop_eos=true only).
+// Not supported yet (kUnimplemented): Token/ExcludeToken macros. Lookahead
 // assertions `(= ...)` and rule options `name[...]` are parsed and ignored: both only narrow or
 // annotate the language.
 Expected<Grammar> parse_ebnf(std::string_view text,

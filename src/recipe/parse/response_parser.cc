@@ -154,7 +154,7 @@ ResponseParser::Step ResponseParser::step_content() {
   partial = partial || think == Match::kPartial;
   Match dsml = Match::kNo;
   size_t dsml_at = pos_;
-  if (state_ == State::kContent) {
+  if (state_ == State::kContent && opts_.tool_calls) {
     while (dsml_at < buf_.size() && buf_[dsml_at] == '\n') ++dsml_at;
     if (dsml_at == buf_.size() && dsml_at > pos_) {
       dsml = eof_ ? Match::kNo : Match::kPartial;

@@ -30,6 +30,7 @@ namespace di::recipe {
 struct ParserOptions {
   bool thinking = false;          // the prompt ended with <think>
   std::vector<std::string> stop;  // stop strings (empty ones are ignored)
+  bool tool_calls = true;         // false: DSML markup is content (tool_choice "none")
 };
 
 struct ToolCallDelta {

@@ -49,12 +49,49 @@ TEST(StructuredOutputParse, EveryDialect) {
   EXPECT_EQ(parse_ok(R"({"regex": "[0-9]"})")->kind, Kind::kRegex);  // SGLang
   EXPECT_EQ(parse_ok(R"({"ebnf": "root ::= \"a\""})")->kind, Kind::kGrammar);
   EXPECT_EQ(parse_ok(R"({"json_schema": "{}"})")->kind, Kind::kJsonSchema);
+  auto st = parse_ok(R"({"response_format": {"type": "structural_tag", "triggers": ["<f"],
+      "structures": [{"begin": "<f>", "schema": {}, "end": "</f>"}]}})");
+  EXPECT_EQ(st->kind, Kind::kStructuralTag);
+  EXPECT_EQ(json::parse(st->text)["triggers"][0], "<f");
+  auto vs = parse_ok(R"({"structured_outputs": {"structural_tag":
+      "{\"type\": \"structural_tag\", \"format\": {\"type\": \"const_string\", \"value\": \"x\"}}"}})");
+  EXPECT_EQ(vs->kind, Kind::kStructuralTag);
+  EXPECT_EQ(json::parse(vs->text)["format"]["value"], "x");
+}
+
+// A structural tag through the compiler and the constraint: free text, then the trigger forces
+// its begin and the schema.
+TEST(GrammarConstraint, StructuralTagDispatch) {
+  grammar::Vocabulary v;
+  v.token_bytes = {"<eos>", "a", "<", "<f", ">", "1", "</f>", "x<f>", "b", "<fx"};
+  v.special_ids = {0};
+  v.eos_id = 0;
+  grammar::GrammarCompiler compiler(grammar::TokenTrie::build(v));
+  auto g = compiler.compile_structural_tag(R"({"structures": [{"begin": "<f>",
+      "schema": {"type": "integer"}, "end": "</f>"}], "triggers": ["<f"]})");
+  ASSERT_TRUE(g) << g.status().message();
+  GrammarConstraint c(*g, std::nullopt);
+  std::vector<float> logits(10, 0.0f);
+  c.apply(logits);
+  // Every token but "<fx" (it completes the trigger, then breaks the begin "<f>").
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(std::isfinite(logits[i]), i != 9) << i;
+  c.accept(7);  // "x<f>": free text, the trigger and the begin in one token
+  logits.assign(10, 0.0f);
+  c.apply(logits);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(std::isfinite(logits[i]), i == 5) << i;  // the integer
+  auto bad = compiler.compile_structural_tag(R"({"structures": [], "triggers": ["<f"]})");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("structural_tag.structures: must be a non-empty array"),
+            std::string::npos);
 }
 
 TEST(StructuredOutputParse, ErrorsSayWhy) {
   EXPECT_NE(parse_error(R"({"regex": "a", "guided_choice": ["a"]})").find("at most one"),
             std::string::npos);
-  EXPECT_NE(parse_error(R"({"structured_outputs": {"structural_tag": "{}"}})").find("structural"),
+  EXPECT_NE(parse_error(R"({"structured_outputs": {"structural_tag": "[1]"}})")
+                .find("structured_outputs.structural_tag: is not a JSON object"),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"structured_outputs": {"structural_tag": 5}})").find("structural_tag"),
             std::string::npos);
   EXPECT_NE(parse_error(R"({"response_format": {"type": "xml"}})").find("xml"), std::string::npos);
   EXPECT_NE(parse_error(R"({"response_format": {"type": "json_schema"}})").find("json_schema"),

@@ -29,7 +29,8 @@ StrSet enumerate(const Grammar& g, ExprId id) {
     case ExprKind::kEmpty:
       return {""};
     case ExprKind::kNothing:
-    case ExprKind::kToken:  // token_terminal_test.cc covers these
+    case ExprKind::kTagDispatch:  // tag_dispatch_test.cc covers these
+    case ExprKind::kToken:        // token_terminal_test.cc covers these
       return {};
     case ExprKind::kBytes: {
       StrSet out;
@@ -61,7 +62,9 @@ StrSet enumerate(const Grammar& g, ExprId id) {
   return {};
 }
 
-ExprId random_expr(Grammar& g, std::mt19937& rng, int depth, int num_rules) {
+// with_nothing: some empty leaves become `nothing` (dead ends the NFA builder must prune).
+ExprId random_expr(
+    Grammar& g, std::mt19937& rng, int depth, int num_rules, bool with_nothing = false) {
   int k = static_cast<int>(rng() % (depth > 3 ? 2 : 7));
   switch (k) {
     case 0:
@@ -73,20 +76,20 @@ ExprId random_expr(Grammar& g, std::mt19937& rng, int depth, int num_rules) {
       return g.bytes(s);
     }
     case 2:
-      return g.seq(
-          {random_expr(g, rng, depth + 1, num_rules), random_expr(g, rng, depth + 1, num_rules)});
+      return g.seq({random_expr(g, rng, depth + 1, num_rules, with_nothing),
+                    random_expr(g, rng, depth + 1, num_rules, with_nothing)});
     case 3:
-      return g.alt(
-          {random_expr(g, rng, depth + 1, num_rules), random_expr(g, rng, depth + 1, num_rules)});
+      return g.alt({random_expr(g, rng, depth + 1, num_rules, with_nothing),
+                    random_expr(g, rng, depth + 1, num_rules, with_nothing)});
     case 4: {
       int lo = static_cast<int>(rng() % 2),
           hi = rng() % 3 == 0 ? -1 : lo + static_cast<int>(rng() % 3);
-      return g.repeat(random_expr(g, rng, depth + 1, num_rules), lo, hi);
+      return g.repeat(random_expr(g, rng, depth + 1, num_rules, with_nothing), lo, hi);
     }
     case 5:
       return num_rules > 0 ? g.ref(static_cast<RuleId>(rng() % num_rules)) : g.empty();
     default:
-      return g.empty();
+      return with_nothing && rng() % 2 == 0 ? g.nothing() : g.empty();
   }
 }
 
@@ -132,8 +135,8 @@ Vocabulary abc_vocab() {
   return v;
 }
 
-TEST(grammar_brute_force, RandomGrammarsMembershipAndMasks) {
-  std::mt19937 rng(1234);
+void check_random_grammars(uint32_t seed, bool with_nothing) {
+  std::mt19937 rng(seed);
   Vocabulary vocab = abc_vocab();
   auto trie = TokenTrie::build(vocab);
   for (int iter = 0; iter < 300; ++iter) {
@@ -143,7 +146,7 @@ TEST(grammar_brute_force, RandomGrammarsMembershipAndMasks) {
       std::string name = "r";
       name += std::to_string(r);
       RuleId id = g.add_rule(name);
-      g.set_body(id, random_expr(g, rng, 0, r));  // refs only to earlier rules
+      g.set_body(id, random_expr(g, rng, 0, r, with_nothing));  // refs only to earlier rules
     }
     g.set_root(nr - 1);
     StrSet lang = enumerate(g, g.rules()[g.root()].body);
@@ -183,6 +186,34 @@ TEST(grammar_brute_force, RandomGrammarsMembershipAndMasks) {
       ASSERT_EQ(mask.test(0), lang.count(p) > 0);
     }
   }
+}
+
+TEST(grammar_brute_force, RandomGrammarsMembershipAndMasks) {
+  check_random_grammars(1234, false);
+}
+
+// Dead ends (`"a" []`, a call of a rule that cannot complete): no token may lead into one.
+TEST(grammar_brute_force, DeadEndsArePruned) {
+  check_random_grammars(4321, true);
+  Vocabulary vocab = abc_vocab();
+  Grammar g;
+  const RuleId root = g.add_rule("root"), loop = g.add_rule("loop");
+  g.set_body(loop, g.seq({g.literal("b"), g.ref(loop)}));  // never ends
+  g.set_body(root, g.alt({g.seq({g.literal("a"), g.nothing()}), g.literal("ab"),
+                          g.seq({g.literal("c"), g.ref(loop)})}));
+  g.set_root(root);
+  auto cg = CompiledGrammar::create(g, TokenTrie::build(vocab));
+  ASSERT_TRUE(cg.has_value());
+  GrammarMatcher m(*cg);
+  TokenBitmask mask;
+  m.fill_next_token_bitmask(mask);
+  for (size_t t = 0; t < vocab.token_bytes.size(); ++t)
+    EXPECT_EQ(mask.test(static_cast<int32_t>(t)),
+              vocab.token_bytes[t] == "a" || vocab.token_bytes[t] == "ab")
+        << vocab.token_bytes[t];
+  EXPECT_FALSE(m.accept_bytes("c"));
+  ASSERT_TRUE(m.accept_bytes("a"));
+  EXPECT_EQ(m.find_jump_forward_bytes(), "b");
 }
 
 // Recursive grammar: masks against one-by-one token checks through the matcher itself.

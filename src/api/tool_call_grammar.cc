@@ -1,0 +1,166 @@
+#include "api/tool_call_grammar.h"
+
+#include <set>
+
+#include "grammar/utf8.h"
+
+namespace di::api {
+namespace {
+
+using grammar::ExprId;
+using grammar::Grammar;
+using OJson = nlohmann::ordered_json;
+
+constexpr std::string_view kDsml =
+    "\xEF\xBD\x9C"
+    "DSML"
+    "\xEF\xBD\x9C";  // ｜DSML｜
+
+// What ResponseParser accepts inside name="...": no quote, newline or angle bracket.
+bool plain_name(const std::string& s) {
+  return !s.empty() && s.size() <= 256 && s.find_first_of("\"\n<>") == std::string::npos;
+}
+
+// Keywords that only annotate: they do not change which values a schema accepts.
+bool annotation(const std::string& k) {
+  static const std::set<std::string> kNotes = {"description", "title",    "examples",
+                                               "default",     "$comment", "deprecated",
+                                               "readOnly",    "writeOnly"};
+  return kNotes.count(k) > 0;
+}
+
+class Builder {
+ public:
+  explicit Builder(const grammar::JsonSchemaOptions& opts) : opts_(opts) {}
+
+  Expected<Grammar> build(const OJson& spec) {
+    const OJson& tools = spec.at("tools");
+    const std::string only = spec.contains("name") && spec["name"].is_string()
+                                 ? spec["name"].get<std::string>()
+                                 : std::string();
+    std::vector<ExprId> invokes;
+    for (const OJson& t : tools) {
+      const std::string name = t.at("name").get<std::string>();
+      if (!only.empty() && name != only) continue;
+      DI_ASSIGN_OR_RETURN(
+          ExprId inv, invoke(name, t.contains("parameters") ? t["parameters"] : OJson::object()));
+      invokes.push_back(inv);
+    }
+    if (invokes.empty()) return invalid_argument("no tool to call");
+    const grammar::RuleId call = g_.add_rule("invoke");
+    g_.set_body(call, g_.alt(std::move(invokes)));
+    // Named: exactly one call; required: one or more.
+    ExprId calls = g_.ref(call);
+    if (only.empty()) calls = g_.seq({calls, g_.star(g_.seq({g_.literal("\n"), g_.ref(call)}))});
+    const grammar::RuleId root = g_.add_rule("root");
+    g_.set_body(root, g_.seq({open(" calls>\n"), calls, g_.literal("\n"), close(" calls>")}));
+    g_.set_root(root);
+    return std::move(g_);
+  }
+
+ private:
+  // "<" or "</", the marker, the tag. (Appends, not a `+` chain: GCC 12 reports a false
+  // -Wrestrict on those, bug 105329.)
+  ExprId marker(std::string_view lead, std::string_view tag) {
+    std::string s(lead);
+    s += kDsml;
+    s += tag;
+    return g_.literal(s);
+  }
+  ExprId open(std::string_view tag) { return marker("<", tag); }
+  ExprId close(std::string_view tag) { return marker("</", tag); }
+
+  Expected<ExprId> invoke(const std::string& name, const OJson& params) {
+    const std::string at = "tools: function '" + name + "'";
+    if (!plain_name(name))
+      return invalid_argument(at + ": the name cannot be written in a DSML invoke tag");
+    if (!params.is_object()) return invalid_argument(at + ": parameters must be a JSON Schema");
+    for (const auto& [k, v] : params.items()) {
+      const bool ok = annotation(k) || k == "properties" || k == "required" ||
+                      k == "additionalProperties" || k == "$defs" || k == "definitions" ||
+                      k == "$schema" || k == "$id" || k == "strict" ||
+                      (k == "type" && v == "object");
+      if (!ok)
+        return invalid_argument(at + ": parameters keyword '" + k +
+                                "' cannot be enforced on DSML parameters (an object schema "
+                                "with properties and required is)");
+    }
+    std::set<std::string> required;
+    if (auto r = params.find("required"); r != params.end()) {
+      if (!r->is_array()) return invalid_argument(at + ": parameters.required must be an array");
+      for (const OJson& k : *r)
+        if (k.is_string()) required.insert(k.get<std::string>());
+    }
+    std::vector<ExprId> items{open(" invoke name=\""), g_.literal(name), g_.literal("\">\n")};
+    if (auto props = params.find("properties"); props != params.end()) {
+      if (!props->is_object())
+        return invalid_argument(at + ": parameters.properties must be an object");
+      for (const auto& [key, sub] : props->items()) {
+        DI_ASSIGN_OR_RETURN(ExprId p, parameter(at, key, sub, params));
+        ExprId line = g_.seq({p, g_.literal("\n")});
+        items.push_back(required.erase(key) ? line : g_.opt(line));
+      }
+    }
+    if (!required.empty())
+      return invalid_argument(at + ": required parameter '" + *required.begin() +
+                              "' is not among the properties");
+    items.push_back(close(" invoke>"));
+    return g_.seq(std::move(items));
+  }
+
+  Expected<ExprId> parameter(const std::string& at,
+                             const std::string& key,
+                             const OJson& sub,
+                             const OJson& params) {
+    if (!plain_name(key))
+      return invalid_argument(at + ": parameter name '" + key +
+                              "' cannot be written in a DSML parameter tag");
+    // The property's schema on its own, with the definitions its $refs may point to.
+    OJson schema = sub;
+    if (schema.is_object())
+      for (const char* defs : {"$defs", "definitions"})
+        if (params.contains(defs) && !schema.contains(defs)) schema[defs] = params[defs];
+    auto value = grammar::json_schema_to_grammar(schema, opts_);
+    if (!value)
+      return invalid_argument(at + ": parameter '" + key + "': " + value.status().message());
+    std::string prefix = "p";
+    prefix += std::to_string(imports_++);
+    prefix += '_';
+    const ExprId json = g_.ref(g_.import(*value, prefix));
+    std::vector<ExprId> forms{g_.seq({g_.literal("false\">"), json})};
+    if (plain_string(sub)) {
+      grammar::CharClass not_bar;
+      not_bar.add(0xFF5C, 0xFF5C);
+      forms.push_back(
+          g_.seq({g_.literal("true\">"), g_.star(grammar::utf8_class(g_, not_bar.negated()))}));
+    }
+    return g_.seq({open(" parameter name=\""), g_.literal(key), g_.literal("\" string=\""),
+                   g_.alt(std::move(forms)), close(" parameter>")});
+  }
+
+  // {"type": "string"} with annotations only: every string is valid, so raw text is too.
+  static bool plain_string(const OJson& s) {
+    if (!s.is_object() || s.value("type", OJson()) != "string") return false;
+    for (const auto& [k, v] : s.items())
+      if (k != "type" && !annotation(k)) return false;
+    return true;
+  }
+
+  grammar::JsonSchemaOptions opts_;
+  Grammar g_;
+  int imports_ = 0;
+};
+
+}  // namespace
+
+Expected<Grammar> tool_call_grammar(const OJson& spec, const grammar::JsonSchemaOptions& opts) {
+  if (!spec.is_object() || !spec.contains("tools") || !spec["tools"].is_array())
+    return invalid_argument("tool-call spec must hold a 'tools' array");
+  try {
+    return Builder(opts).build(spec);
+  } catch (const nlohmann::json::exception& e) {  // a spec not written by tool_choice.cc
+    return invalid_argument(std::string("malformed tool-call spec: ") + e.what());
+  }
+}
+
+}  // namespace di::api

@@ -1,0 +1,34 @@
+// OpenAI chat `tool_choice`: "auto" (the default: the model may call tools), "none" (tools are
+// rendered, as vLLM >= 0.10 does by default, but the reply is not parsed for tool calls: DSML
+// markup stays content), "required" (one or more calls to the given tools) and
+// {"type": "function", "function": {"name": N}} (one call to N). The last two become a
+// structured output of kind kToolCalls (api/tool_call_grammar.h) that forces the V4.1 DSML
+// tool-call block with each call's parameters constrained by its tool's schema.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/structured_output.h"
+#include "util/status.h"
+
+namespace di::api {
+
+struct ToolChoice {
+  enum class Mode { kAuto, kNone, kRequired, kNamed };
+  Mode mode = Mode::kAuto;
+  std::string name;  // kNamed
+};
+
+// body.tool_choice checked against the request's tools (ChatRequest::tools). Errors (400):
+// malformed values, tool_choice without tools, an unknown function name.
+Expected<ToolChoice> parse_tool_choice(const nlohmann::json& body,
+                                       const std::vector<nlohmann::ordered_json>& tools);
+
+// The structured output that enforces `choice` (nullopt for auto and none).
+std::optional<StructuredOutput> tool_choice_output(
+    const ToolChoice& choice, const std::vector<nlohmann::ordered_json>& tools);
+
+}  // namespace di::api

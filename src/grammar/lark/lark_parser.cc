@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "grammar/lark/lark_parser.h"
+
+#include <cctype>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "grammar/lark/lark_common.h"
+#include "grammar/lark/lark_statements.h"
+#include "grammar/regex/regex_parser.h"
+#include "grammar/utf8.h"
+
+namespace di::grammar {
+namespace {
+
+using lark::fail;
+using lark::name_char;
+using lark::split;
+using lark::Statement;
+using lark::terminal_name;
+
+class Builder {
+ public:
+  Grammar build(std::string_view text, std::string_view start_name) {
+    const std::vector<Statement> stmts = split(text);
+    std::vector<std::pair<Statement, size_t>> defs;  // statement, offset of the body
+    std::vector<Statement> ignores;
+    for (const Statement& s : stmts) {
+      if (s.text[0] == '%') {
+        directive(s, ignores);
+        continue;
+      }
+      defs.emplace_back(s, header(s));
+    }
+    if (!ignores.empty()) ignore_ = g_.add_rule("__ignore");
+    for (auto& [s, body] : defs) define(s, body, /*common=*/false);
+    if (ignore_ >= 0) {
+      std::vector<ExprId> alts;
+      for (const Statement& s : ignores) alts.push_back(parse_body(s, 0, true));
+      g_.set_body(ignore_, g_.star(g_.alt(std::move(alts))));
+    }
+    resolve_common();
+    auto it = names_.find(std::string(start_name));
+    if (it == names_.end() || !defined_.count(std::string(start_name)))
+      fail(1, "no '" + std::string(start_name) + "' rule");
+    for (const auto& [name, id] : names_) {
+      if (!defined_.count(name)) {
+        fail(
+            first_use_[name],
+            "'" + name + "' is not defined" +
+                (common_line(name).empty() ? std::string() : " (add %import common." + name + ")"));
+      }
+    }
+    RuleId root = it->second;
+    if (ignore_ >= 0) {
+      root = g_.add_rule("__start");
+      g_.set_body(root, g_.seq({g_.ref(it->second), g_.ref(ignore_)}));
+    }
+    g_.set_root(root);
+    return std::move(g_);
+  }
+
+ private:
+  // `[?!]name[.N]:` -> the name is declared; returns the offset of the body.
+  size_t header(const Statement& s) {
+    size_t i = 0;
+    if (s.text[i] == '?' || s.text[i] == '!') ++i;
+    const size_t b = i;
+    while (i < s.text.size() && name_char(s.text[i])) ++i;
+    if (i == b) fail(s.line, "expected a definition 'name: ...' or a %directive");
+    const std::string name = s.text.substr(b, i - b);
+    if (i < s.text.size() && s.text[i] == '{')
+      fail(s.line, "templates (" + name + "{...}) are not supported");
+    if (i < s.text.size() && s.text[i] == '.') {
+      if (terminal_name(name))
+        fail(s.line,
+             "terminal priorities (" + name + ".N) are not supported: they steer Lark's lexer");
+      ++i;  // a rule priority only ranks parses: the language is the same
+      if (i < s.text.size() && s.text[i] == '-') ++i;
+      while (i < s.text.size() && std::isdigit(static_cast<unsigned char>(s.text[i]))) ++i;
+    }
+    while (i < s.text.size() && s.text[i] == ' ') ++i;
+    if (i >= s.text.size() || s.text[i] != ':') fail(s.line, "expected ':' after '" + name + "'");
+    if (defined_.count(name)) fail(s.line, "'" + name + "' is defined twice");
+    defined_.insert(name);
+    decl_line_[name] = s.line;
+    ref(name, s.line);
+    return i + 1;
+  }
+
+  void define(const Statement& s, size_t body, bool common) {
+    size_t b = s.text[0] == '?' || s.text[0] == '!' ? 1 : 0;
+    size_t e = b;
+    while (e < s.text.size() && name_char(s.text[e])) ++e;
+    const std::string name = s.text.substr(b, e - b);
+    common_ = common;
+    g_.set_body(names_.at(name), parse_body(s, body, terminal_name(name)));
+  }
+
+  void directive(const Statement& s, std::vector<Statement>& ignores) {
+    const std::string& t = s.text;
+    if (t.rfind("%ignore", 0) == 0) {
+      ignores.push_back(Statement{t.substr(7), s.line});
+      return;
+    }
+    if (t.rfind("%import", 0) != 0) {
+      fail(s.line,
+           "'" + t.substr(0, t.find(' ')) + "' is not supported (only %import common and %ignore)");
+    }
+    std::string rest = t.substr(7);
+    rest.erase(0, rest.find_first_not_of(' '));
+    std::vector<std::string> names;
+    if (rest.rfind("common.", 0) == 0) {
+      names.push_back(rest.substr(7));
+    } else if (rest.rfind("common", 0) == 0 && rest.find('(') != std::string::npos) {
+      std::string list = rest.substr(rest.find('(') + 1);
+      list = list.substr(0, list.find(')'));
+      std::string cur;
+      for (char c : list + ",") {
+        if (c == ',') {
+          if (!cur.empty()) names.push_back(cur);
+          cur.clear();
+        } else if (c != ' ') {
+          cur += c;
+        }
+      }
+    } else {
+      fail(s.line, "'%import " + rest + "' is not supported (only %import common.NAME)");
+    }
+    for (std::string n : names) {
+      while (!n.empty() && n.back() == ' ') n.pop_back();
+      if (n.find("->") != std::string::npos || n.find(' ') != std::string::npos)
+        fail(s.line, "import aliases are not supported");
+      if (common_line(n).empty())
+        fail(s.line, "common." + n + " is not among the supported common terminals");
+      imported_.insert(n);
+    }
+  }
+
+  static std::string common_line(const std::string& name) {
+    for (const Statement& s : split(kLarkCommon))
+      if (s.text.rfind(name + ":", 0) == 0) return s.text;
+    return {};
+  }
+
+  // Defines every imported name still undefined, and the common names those bodies use.
+  void resolve_common() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& [name, id] : names_) {
+        if (defined_.count(name) || !imported_.count(name)) continue;
+        const Statement s{common_line(name), 0};
+        defined_.insert(name);
+        define(s, name.size() + 1, /*common=*/true);
+        changed = true;
+        break;  // names_ may have grown
+      }
+    }
+  }
+
+  RuleId ref(const std::string& name, int line) {
+    auto [it, fresh] = names_.emplace(name, -1);
+    if (fresh) {
+      it->second = g_.add_rule(name);
+      first_use_[name] = line;
+    }
+    if (common_) imported_.insert(name);
+    return it->second;
+  }
+
+  ExprId parse_body(const Statement& s, size_t at, bool terminal) {
+    text_ = &s.text;
+    pos_ = at;
+    line_ = s.line;
+    terminal_ = terminal;
+    const ExprId e = expansions();
+    skip();
+    if (pos_ < text_->size()) fail(line_, "unexpected '" + text_->substr(pos_, 10) + "'");
+    return e;
+  }
+
+  void skip() {
+    while (pos_ < text_->size() && std::isspace(static_cast<unsigned char>((*text_)[pos_]))) ++pos_;
+  }
+  bool eat(std::string_view tok) {
+    skip();
+    if (text_->compare(pos_, tok.size(), tok) != 0) return false;
+    pos_ += tok.size();
+    return true;
+  }
+
+  ExprId expansions() {
+    std::vector<ExprId> alts{expansion()};
+    while (eat("|")) alts.push_back(expansion());
+    return g_.alt(std::move(alts));
+  }
+
+  ExprId expansion() {
+    std::vector<ExprId> items;
+    for (;;) {
+      skip();
+      if (pos_ >= text_->size()) break;
+      const char c = (*text_)[pos_];
+      if (c == '|' || c == ')' || c == ']') break;
+      if (eat("->")) {  // an alias names the tree node; the language is unchanged
+        skip();
+        while (pos_ < text_->size() && name_char((*text_)[pos_])) ++pos_;
+        break;
+      }
+      items.push_back(postfix(atom()));
+    }
+    return g_.seq(std::move(items));
+  }
+
+  ExprId postfix(ExprId e) {
+    for (;;) {
+      if (eat("?")) {
+        e = g_.opt(e);
+      } else if (eat("*")) {
+        e = g_.star(e);
+      } else if (eat("+")) {
+        e = g_.plus(e);
+      } else if (eat("~")) {
+        const int lo = number();
+        const int hi = eat("..") ? number() : lo;
+        if (hi < lo) fail(line_, "repetition ~ " + std::to_string(lo) + ".." + std::to_string(hi));
+        e = g_.repeat(e, lo, hi);
+      } else {
+        return e;
+      }
+    }
+  }
+
+  int number() {
+    skip();
+    int n = 0;
+    const size_t b = pos_;
+    while (pos_ < text_->size() && std::isdigit(static_cast<unsigned char>((*text_)[pos_])) &&
+           n < 100000)
+      n = n * 10 + ((*text_)[pos_++] - '0');
+    if (pos_ == b) fail(line_, "expected a number after '~'");
+    return n;
+  }
+
+  // A terminal inside a rule may be preceded by ignored text.
+  ExprId lexeme(ExprId e) { return ignore_ >= 0 && !terminal_ ? g_.seq({g_.ref(ignore_), e}) : e; }
+
+  ExprId atom() {
+    skip();
+    const char c = (*text_)[pos_];
+    if (c == '(' || c == '[') {
+      ++pos_;
+      if (++depth_ > 64) fail(line_, "groups nested deeper than 64");  // request input
+      const ExprId e = expansions();
+      --depth_;
+      if (!eat(c == '(' ? ")" : "]"))
+        fail(line_, std::string("missing '") + (c == '(' ? ")" : "]") + "'");
+      return c == '[' ? g_.opt(e) : e;
+    }
+    if (c == '"') {
+      const std::string a = string_literal();
+      if (eat("..")) {
+        skip();
+        if (pos_ >= text_->size() || (*text_)[pos_] != '"')
+          fail(line_, "expected a string after '..'");
+        const std::string b = string_literal();
+        uint32_t lo = 0, hi = 0;
+        size_t i = 0, j = 0;
+        if (!decode_utf8(a, i, lo) || i != a.size() || !decode_utf8(b, j, hi) || j != b.size() ||
+            hi < lo)
+          fail(line_, "a range \"a\"..\"z\" needs two single characters in order");
+        CharClass cls;
+        cls.add(lo, hi);
+        return lexeme(utf8_class(g_, cls));
+      }
+      return lexeme(g_.literal(a));
+    }
+    if (c == '/') return lexeme(regex());
+    if (name_char(c)) {
+      const size_t b = pos_;
+      while (pos_ < text_->size() && name_char((*text_)[pos_])) ++pos_;
+      const std::string name = text_->substr(b, pos_ - b);
+      if (pos_ < text_->size() && (*text_)[pos_] == '{')
+        fail(line_, "templates (" + name + "{...}) are not supported");
+      if (terminal_ && !terminal_name(name))
+        fail(line_, "terminal refers to rule '" + name + "' (terminals may use only terminals)");
+      const ExprId e = g_.ref(ref(name, line_));
+      return terminal_name(name) ? lexeme(e) : e;
+    }
+    fail(line_, std::string("unexpected '") + c + "'");
+  }
+
+  std::string string_literal() {
+    std::string out;
+    for (++pos_; pos_ < text_->size() && (*text_)[pos_] != '"'; ++pos_) {
+      char ch = (*text_)[pos_];
+      if (ch == '\\' && pos_ + 1 < text_->size()) {
+        const char e = (*text_)[++pos_];
+        // Python's escapes (a table, since "\0" would end a C string literal early).
+        static constexpr std::string_view kFrom = "nrtfv0\\\"'";
+        static constexpr char kTo[] = {'\n', '\r', '\t', '\f', '\v', '\0', '\\', '"', '\''};
+        if (auto k = kFrom.find(e); k != std::string_view::npos) {
+          out += kTo[k];
+        } else if (e == 'x' || e == 'u') {
+          const size_t n = e == 'x' ? 2 : 4;
+          const std::string hex = text_->substr(pos_ + 1, n);
+          if (hex.size() != n ||
+              hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+            fail(line_, "bad \\" + std::string(1, e) + " escape");
+          append_utf8(static_cast<uint32_t>(std::stoul(hex, nullptr, 16)), out);
+          pos_ += n;
+        } else {
+          out += '\\';  // as Python keeps unknown escapes
+          out += e;
+        }
+        continue;
+      }
+      out += ch;
+    }
+    ++pos_;
+    if (pos_ < text_->size() && (*text_)[pos_] == 'i')
+      fail(line_, "case-insensitive strings (\"...\"i) are not supported");
+    return out;
+  }
+
+  ExprId regex() {
+    std::string pattern;
+    for (++pos_; pos_ < text_->size() && (*text_)[pos_] != '/'; ++pos_) {
+      if ((*text_)[pos_] == '\\' && pos_ + 1 < text_->size() && (*text_)[pos_ + 1] == '/')
+        ++pos_;
+      else if ((*text_)[pos_] == '\\' && pos_ + 1 < text_->size())
+        pattern += (*text_)[pos_++];
+      pattern += (*text_)[pos_];
+    }
+    ++pos_;
+    if (pos_ < text_->size() && std::isalpha(static_cast<unsigned char>((*text_)[pos_])))
+      fail(line_, std::string("regex flags (/.../") + (*text_)[pos_] + ") are not supported");
+    auto e = regex_to_expr(g_, pattern, RegexOptions{});
+    if (!e) fail(line_, "regex /" + pattern + "/: " + e.status().message());
+    return *e;
+  }
+
+  Grammar g_;
+  std::map<std::string, RuleId> names_;
+  std::set<std::string> defined_, imported_;
+  std::map<std::string, int> first_use_, decl_line_;
+  RuleId ignore_ = -1;
+  const std::string* text_ = nullptr;
+  size_t pos_ = 0;
+  int line_ = 0;
+  bool terminal_ = false, common_ = false;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+Expected<Grammar> parse_lark(std::string_view text, std::string_view start) {
+  try {
+    return Builder().build(text, start);
+  } catch (const lark::LarkError& e) {
+    return invalid_argument(e.what());
+  }
+}
+
+bool looks_like_lark(std::string_view text) {
+  return text.find("::=") == std::string_view::npos;
+}
+
+}  // namespace di::grammar

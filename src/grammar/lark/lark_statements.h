@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// Lark-lite text to logical statements (lark_parser.h): one definition or %directive each.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace di::grammar::lark {
+
+struct LarkError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Throws LarkError("lark: line N: what").
+[[noreturn]] void fail(int line, const std::string& what);
+
+struct Statement {
+  std::string text;
+  int line = 0;
+};
+
+// `//` comments removed; `|`-continuation lines and lines inside ( ) or [ ] joined; strings
+// and regexes copied as written.
+std::vector<Statement> split(std::string_view text);
+
+// Lark: a name is a terminal when its first letter (after leading underscores) is uppercase.
+bool terminal_name(std::string_view name);
+bool name_char(char c);
+
+}  // namespace di::grammar::lark

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// Structural tags (xgrammar's `structural_tag`, as vLLM and SGLang accept it) lowered to the
+// grammar IR. Two spellings:
+//   legacy  {"type": "structural_tag", "structures": [{"begin", "schema", "end"}, ...],
+//            "triggers": [...]}
+//   format  {"type": "structural_tag", "format": F} with F one of
+//            {"type": "const_string", "value"}, {"type": "json_schema", "json_schema"},
+//            {"type": "sequence", "elements"}, {"type": "or", "elements"},
+//            {"type": "tag", "begin", "content", "end"} (content may also be {"type": "any_text"}),
+//            {"type": "triggered_tags", "triggers", "tags", "at_least_one", "stop_after_first"}
+//            (only as the root format).
+// Triggers become a TagDispatch (ir.h); each tag belongs to the trigger its begin starts with.
+// Errors are kInvalidArgument naming the field ("structural_tag: format.tags[1].begin: ...").
+#pragma once
+
+#include <string_view>
+
+#include "grammar/ir.h"
+#include "grammar/json_schema/schema_converter.h"
+#include "util/status.h"
+
+namespace di::grammar {
+
+Expected<Grammar> structural_tag_to_grammar(std::string_view json_text,
+                                            const JsonSchemaOptions& opts = {});
+
+}  // namespace di::grammar

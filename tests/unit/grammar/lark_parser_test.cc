@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// Lark-lite front end (lark/lark_parser.h): the supported subset by membership, and the
+// constructs it refuses, each named.
+#include "grammar/lark/lark_parser.h"
+
+#include <gtest/gtest.h>
+
+#include "test_vocab.h"
+
+namespace di::grammar {
+namespace {
+
+std::shared_ptr<const CompiledGrammar> compile(const std::string& text) {
+  auto g = parse_lark(text);
+  EXPECT_TRUE(g.has_value()) << g.status().message();
+  if (!g) return nullptr;
+  auto cg = CompiledGrammar::create(*g, TokenTrie::build(testing::small_vocab()));
+  EXPECT_TRUE(cg.has_value()) << cg.status().message();
+  return cg ? *cg : nullptr;
+}
+
+std::string error_of(const std::string& text) {
+  auto g = parse_lark(text);
+  return g ? "" : g.status().message();
+}
+
+TEST(grammar_lark, RulesTerminalsAndOperators) {
+  auto cg = compile(R"lark(// a call list
+?start: call ("," call)*
+call: NAME "(" [args] ")"   -> invoke
+    | NAME "!" ~ 2..3
+args: NUMBER | STRING
+NAME: /[a-z]+/
+NUMBER: DIGIT+ | "0x" HEX~2
+HEX: "0".."9" | "a".."f"
+STRING: "'" /[^']*/ "'"
+%import common.DIGIT
+)lark");
+  ASSERT_TRUE(cg);
+  using testing::matches;
+  EXPECT_TRUE(matches(cg, "f()"));
+  EXPECT_TRUE(matches(cg, "f(12),g('x y'),h!!,k!!!"));
+  EXPECT_TRUE(matches(cg, "f(0xa9)"));
+  EXPECT_FALSE(matches(cg, "f(0xa)"));
+  EXPECT_FALSE(matches(cg, "f!"));
+  EXPECT_FALSE(matches(cg, "F()"));
+  EXPECT_FALSE(matches(cg, "f(1) "));  // no %ignore: no whitespace
+}
+
+TEST(grammar_lark, IgnoreAndCommonTerminals) {
+  auto cg = compile(R"lark(
+start: pair+
+pair: CNAME "=" value ";"
+value: SIGNED_NUMBER | ESCAPED_STRING | "[" [value ("," value)*] "]"
+%import common (CNAME, SIGNED_NUMBER, ESCAPED_STRING)
+%import common.WS
+%ignore WS
+)lark");
+  ASSERT_TRUE(cg);
+  using testing::matches;
+  EXPECT_TRUE(matches(cg, "a=1;"));
+  EXPECT_TRUE(matches(cg, "  a = -1.5e3 ;\n b_2=[\"x\\\"y\", [ ] ,2];  "));
+  EXPECT_FALSE(matches(cg, "a=1"));
+  EXPECT_FALSE(matches(cg, "a b=1;"));  // WS goes between terminals, not inside CNAME
+  EXPECT_FALSE(matches(cg, "a=\"x\"y\";"));
+}
+
+TEST(grammar_lark, RefusalsNameTheConstruct) {
+  EXPECT_NE(error_of("start: x{a}\n").find("templates"), std::string::npos);
+  EXPECT_NE(error_of("start: A\nA.2: \"a\"\n").find("terminal priorities (A.N)"),
+            std::string::npos);
+  EXPECT_NE(error_of("start: \"a\"i\n").find("case-insensitive"), std::string::npos);
+  EXPECT_NE(error_of("start: /a/i\n").find("regex flags (/.../i)"), std::string::npos);
+  EXPECT_NE(error_of("start: \"a\"\n%declare X\n").find("'%declare' is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of("start: \"a\"\n%import other.X\n").find("only %import common.NAME"),
+            std::string::npos);
+  EXPECT_NE(error_of("start: INT\n").find("'INT' is not defined (add %import common.INT)"),
+            std::string::npos);
+  EXPECT_NE(error_of("start: A\nA: b\nb: \"x\"\n").find("terminal refers to rule 'b'"),
+            std::string::npos);
+  EXPECT_NE(error_of("x: \"a\"\n").find("no 'start' rule"), std::string::npos);
+  EXPECT_NE(error_of("start: \"a\n").find("line 1: unterminated string"), std::string::npos);
+  EXPECT_NE(error_of("start: /(/\n").find("regex /(/"), std::string::npos);
+  EXPECT_NE(error_of("start: " + std::string(100, '(') + "\"a\"" + std::string(100, ')') + "\n")
+                .find("nested deeper than 64"),
+            std::string::npos);
+  // A rule priority and ?/! modifiers do not change the language.
+  EXPECT_TRUE(parse_lark("!start.2: \"a\"\n").has_value());
+  EXPECT_TRUE(looks_like_lark("start: \"a\""));
+  EXPECT_FALSE(looks_like_lark("root ::= \"a\""));
+}
+
+}  // namespace
+}  // namespace di::grammar
