@@ -330,6 +330,11 @@ class Ops : public Memory {
     return false;
   }
 
+  // out[r] = the first index of row r's largest value (std::max_element's choice; rows without
+  // NaN), written to host memory: greedy sampling reads one int per row instead of the row (a
+  // device backend waits for it).
+  virtual void argmax_rows(ConstRowsView x, int32_t* out) const = 0;
+
   // dst[rows[i]] += src[i] in fp32, for i ascending (rows: host indices, distinct). The MoE
   // combine adds each expert's rows into the accumulator this way, experts in index order.
   virtual void add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const = 0;

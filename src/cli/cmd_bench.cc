@@ -131,6 +131,10 @@ int run_bench_command(int argc, char** argv) {
          "SWA bounded replay: late layers prefill only the last N prompt tokens (0: exact); "
          "also reports the last-row logit difference against an exact prefill")
       ->check(CLI::NonNegativeNumber);
+  bool argmax_only = false;
+  app.add_flag("--argmax", argmax_only,
+               "greedy sampling on the backend: only each row's argmax is copied to the host (the "
+               "engine does this for greedy requests without logits processors)");
   int64_t context = 0;
   app.add_option("--context", context,
                  "positions of synthetic state each sequence holds before the prompt (random "
@@ -141,6 +145,11 @@ int run_bench_command(int argc, char** argv) {
   app.add_flag("--profile-ops", backend_opts.profile_ops,
                "time every op of the decode steps (cuda backend) and print them per step");
   DI_PARSE_FLAGS(app, argc, argv);
+  if (argmax_only && replay_tail > 0) {
+    std::cerr << "deepinfer bench: --argmax cannot be combined with --replay-tail (the replay "
+                 "comparison needs the logits)\n";
+    return 2;
+  }
   ThreadPool pool(threads);
   auto ops_or = backend::make_backend(pool, backend_opts);
   if (!ops_or) {
@@ -196,7 +205,9 @@ int run_bench_command(int argc, char** argv) {
     // 132 MB vector per step at batch 256 costs more in page faults than the copy itself.
     auto t0 = std::chrono::steady_clock::now();
     const double c0 = cpu_now();
-    Status s = (*model)->forward(ctx, rows, last_logits);
+    model::LogitsSelection selection;
+    selection.full.assign(rows.size(), argmax_only ? 0 : 1);
+    Status s = (*model)->forward(ctx, rows, last_logits, argmax_only ? &selection : nullptr);
     if (s.ok()) s = ops.status();
     *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     *cpu += cpu_now() - c0;

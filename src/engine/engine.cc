@@ -267,7 +267,7 @@ std::vector<RequestUpdate> Engine::step() {
   prepare_forward(plan);
   if (!opts_.async_scheduling) {
     t0 = std::chrono::steady_clock::now();
-    Status s = model_.forward(ctx_, logits_rows_, logits_);
+    Status s = model_.forward(ctx_, logits_rows_, logits_, &selection_);
     stats_.forward_s += seconds_since(t0);
     complete_step(plan, s, updates);
     return updates;
@@ -280,7 +280,7 @@ std::vector<RequestUpdate> Engine::step() {
   inflight_->launched = std::chrono::steady_clock::now();
   inflight_->done = std::async(std::launch::async, [this]() noexcept {
     auto t = std::chrono::steady_clock::now();
-    Status s = model_.forward(ctx_, logits_rows_, logits_);
+    Status s = model_.forward(ctx_, logits_rows_, logits_, &selection_);
     forward_seconds_ = seconds_since(t);
     return s;
   });
@@ -306,6 +306,7 @@ void Engine::prepare_forward(const StepPlan& plan) {
   ctx_ = model::ForwardContext();
   ctx_.pool = pool_.get();
   logits_rows_.clear();
+  selection_.full.clear();
   int64_t row = 0;
   for (const ScheduledChunk& c : plan.chunks) {
     const auto first = c.seq->tokens.begin() + c.begin;
@@ -313,7 +314,12 @@ void Engine::prepare_forward(const StepPlan& plan) {
                            {first, first + c.num_tokens},
                            replay_tail_ > 0 ? budget_->replay_from(*c.seq) : 0});
     row += c.num_tokens;
-    if (c.samples) logits_rows_.push_back(row - 1);
+    if (c.samples) {
+      logits_rows_.push_back(row - 1);
+      // Greedy rows without processors or a grammar take the backend's argmax (no logits copy).
+      const Request& req = requests_.at(c.seq->id);
+      selection_.full.push_back(greedy_argmax_only(req.sampling) && !req.constraint ? 0 : 1);
+    }
     if (!c.samples || c.num_tokens > 1) stats_.num_prefill_tokens += c.num_tokens;
   }
   stats_.schedule_s += seconds_since(t0);
@@ -335,12 +341,17 @@ void Engine::complete_step(const StepPlan& plan,
   scheduler_->on_step_done(plan);
   publish_prefixes(plan);
   const int64_t V = model_.config().vocab_size;
-  size_t k = 0;
+  size_t k = 0, k_full = 0;
   for (const ScheduledChunk& c : plan.chunks) {
     if (!c.samples) continue;
     Sequence& seq = *c.seq;
-    std::span<float> row_logits(logits_.data() + static_cast<int64_t>(k++) * V,
-                                static_cast<size_t>(V));
+    const size_t row = k++;
+    const bool full = selection_.full[row] != 0;
+    std::span<float> row_logits;
+    if (full) {
+      row_logits = std::span<float>(logits_.data() + static_cast<int64_t>(k_full++) * V,
+                                    static_cast<size_t>(V));
+    }
     // Finished by the caller while this forward ran: its token is not wanted.
     if (std::find(late_finishes_.begin(), late_finishes_.end(), seq.id) != late_finishes_.end()) {
       continue;
@@ -349,8 +360,13 @@ void Engine::complete_step(const StepPlan& plan,
     const std::span<const int32_t> all(seq.tokens);
     const size_t np = static_cast<size_t>(seq.num_prompt_tokens);
     // The position of the new token keys the RNG: the same after a preemption's recompute.
-    SampleResult r = sampler_.sample(row_logits, req.sampling, all.first(np), all.subspan(np),
-                                     req.stream, seq.tokens.size(), req.constraint.get());
+    SampleResult r;
+    if (full) {
+      r = sampler_.sample(row_logits, req.sampling, all.first(np), all.subspan(np), req.stream,
+                          seq.tokens.size(), req.constraint.get());
+    } else {
+      r.token = selection_.argmax[row];  // what the sampler's greedy draw would pick
+    }
     seq.tokens.push_back(r.token);
     stats_.num_generated_tokens++;
     RequestUpdate u{seq.id,

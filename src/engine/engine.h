@@ -134,7 +134,8 @@ class Engine {
   double forward_seconds_ = 0;  // written by the worker, read after its future is ready
   // Reused across steps so a decode step allocates nothing here once warm.
   std::vector<int64_t> logits_rows_;
-  std::vector<float> logits_;
+  std::vector<float> logits_;         // the rows that sample with processors (full), in order
+  model::LogitsSelection selection_;  // which rows are full; every row's argmax
 };
 
 }  // namespace di::engine

@@ -33,6 +33,13 @@ struct SamplingParams {
 // Checks ranges; `vocab_size` > 0 also checks logit_bias ids.
 Status validate_sampling(const SamplingParams& p, int32_t vocab_size = 0);
 
+// Greedy with nothing that reads or changes the logits (penalties, bias, logprobs): the token is
+// the logits' argmax, which a device backend reduces without copying the row to the host.
+inline bool greedy_argmax_only(const SamplingParams& p) {
+  return p.temperature == 0.0f && p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f &&
+         p.frequency_penalty == 0.0f && p.logit_bias.empty() && !p.logprobs;
+}
+
 // A uniform double in [0, 1) from (seed, stream, position); stream separates choices (n > 1).
 double counter_uniform(uint64_t seed, uint64_t stream, uint64_t position);
 

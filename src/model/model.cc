@@ -215,7 +215,8 @@ void Model::final_logits(ConstRowsView x,
                          const Buffer& pre_mix,
                          const std::vector<int64_t>& rows,
                          std::vector<float>& logits,
-                         std::vector<float>* final_hidden) const {
+                         std::vector<float>* final_hidden,
+                         LogitsSelection* selection) const {
   const int64_t n = static_cast<int64_t>(rows.size()), dim = config_.dim;
   Buffer xs(*ops_, n, x.cols), pre(*ops_, n, config_.hc_mult);
   ops_->gather_rows(x, rows.data(), xs.view());
@@ -226,8 +227,25 @@ void Model::final_logits(ConstRowsView x,
   ops_->rms_norm(h.view(), weights_.norm.data(), config_.norm_eps, hn.view());
   ops_->linear(hn.view(), weights_.head, out.view(), /*round_bf16=*/false);
   // Into the caller's vector: one kept across steps is not reallocated (and page-faulted) again.
-  logits.resize(static_cast<size_t>(n * config_.vocab_size));
-  ops_->download(out.data(), logits.data(), n * config_.vocab_size);
+  const int64_t V = config_.vocab_size;
+  std::vector<int64_t> full;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!selection || selection->full[static_cast<size_t>(i)]) full.push_back(i);
+  }
+  const int64_t nf = static_cast<int64_t>(full.size());
+  if (selection) {
+    // Only when some row wants it: the argmax is one more wait on a device backend.
+    selection->argmax.assign(static_cast<size_t>(n), -1);
+    if (nf < n) ops_->argmax_rows(out.view(), selection->argmax.data());
+  }
+  logits.resize(static_cast<size_t>(nf * V));
+  if (nf == n) {
+    ops_->download(out.data(), logits.data(), n * V);
+  } else if (nf > 0) {
+    Buffer kept(*ops_, nf, V);
+    ops_->gather_rows(out.view(), full.data(), kept.view());
+    ops_->download(kept.data(), logits.data(), nf * V);
+  }
 }
 
 void Model::end_forward(ForwardContext& ctx) const {
@@ -240,7 +258,11 @@ void Model::end_forward(ForwardContext& ctx) const {
 
 Status Model::forward(ForwardContext& ctx,
                       const std::vector<int64_t>& logits_rows,
-                      std::vector<float>& logits) {
+                      std::vector<float>& logits,
+                      LogitsSelection* selection) {
+  if (selection && selection->full.size() != logits_rows.size()) {
+    return invalid_argument("forward: the logits selection needs one entry per logits row");
+  }
   DI_RETURN_IF_ERROR(begin_forward(ctx));
   for (int64_t r : logits_rows) {
     if (r < 0 || r >= ctx.num_rows) return invalid_argument("forward: logits row out of range");
@@ -286,7 +308,7 @@ Status Model::forward(ForwardContext& ctx,
       r = it - kept.begin();  // present: checked before the forward
     }
   }
-  final_logits(xv, pre_mix, rows, logits);
+  final_logits(xv, pre_mix, rows, logits, nullptr, selection);
   if (config_.has_dspark()) seed_dspark(*active);
   end_forward(ctx);
   return Status();

@@ -44,6 +44,15 @@ std::vector<int64_t> narrow_to_replay_tail(const backend::Memory& memory,
                                            ForwardContext& ctx,
                                            ForwardContext& tail);
 
+// Greedy rows (sampling without logits processors) need only their argmax, which the backend
+// reduces: only the other rows' logits are copied to the host (at batch 256 all of them are
+// 132 MB per step).
+struct LogitsSelection {
+  std::vector<uint8_t> full;    // per logits row: 1 = copy its logits to the host
+  std::vector<int32_t> argmax;  // out, per logits row not full: the first index of its largest
+                                // logit (-1 for full rows)
+};
+
 class Model {
  public:
   // Loads DIR/config.json, the safetensors checkpoint and DIR/tokenizer.json (for Engram's token
@@ -57,10 +66,12 @@ class Model {
   const backend::Ops& ops() const { return *ops_; }
 
   // Full forward over ctx's chunks. logits_rows selects rows (of ctx) whose logits are written to
-  // `logits` ([logits_rows.size(), vocab] f32). Advances every sequence.
+  // `logits` ([logits_rows.size(), vocab] f32). Advances every sequence. With `selection`, only
+  // the rows it marks full are written (in order), and every row's argmax is returned.
   Status forward(ForwardContext& ctx,
                  const std::vector<int64_t>& logits_rows,
-                 std::vector<float>& logits);
+                 std::vector<float>& logits,
+                 LogitsSelection* selection = nullptr);
 
   // The steps of forward, public so a layer can be run on recorded inputs (golden checks).
   Status begin_forward(ForwardContext& ctx) const;          // rows, positions, pages, Engram hashes
@@ -75,7 +86,8 @@ class Model {
                     const backend::Buffer& pre_mix,
                     const std::vector<int64_t>& rows,
                     std::vector<float>& logits,
-                    std::vector<float>* final_hidden = nullptr) const;
+                    std::vector<float>* final_hidden = nullptr,
+                    LogitsSelection* selection = nullptr) const;
   void end_forward(ForwardContext& ctx) const;  // commits Engram look-back, advances positions
 
   // DSpark: drafts block_size tokens after `token`, which sits at position seq.num_tokens (the

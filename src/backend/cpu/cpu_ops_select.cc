@@ -1,4 +1,5 @@
-// CpuOps' indexer selections: kernels/ref/index_select.h per row, written as fixed-width lists.
+// CpuOps' selections: the indexer's (kernels/ref/index_select.h per row, written as fixed-width
+// lists) and greedy sampling's argmax.
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -50,6 +51,13 @@ void CpuOps::candidate_blocks(const CandidateBlockArgs& a) const {
                  a.width, a.blocks + t * a.width);
     }
   });
+}
+
+void CpuOps::argmax_rows(ConstRowsView x, int32_t* out) const {
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const float* row = x.row(r);
+    out[r] = static_cast<int32_t>(std::max_element(row, row + x.cols) - row);
+  }
 }
 
 void CpuOps::paged_rows(const PagedRowsArgs& a) const {

@@ -39,6 +39,17 @@ void CudaOps::candidate_blocks(const CandidateBlockArgs& a) const {
   });
 }
 
+void CudaOps::argmax_rows(ConstRowsView x, int32_t* out) const {
+  Impl& m = *impl_;
+  m.run("argmax_rows", [&]() -> Status {
+    if (x.rows == 0) return {};
+    DI_ASSIGN_OR_RETURN(int32_t * d, m.scratch<int32_t>(static_cast<size_t>(x.rows)));
+    DI_CUDA_RETURN_IF_ERROR(cuda::argmax_rows(x.data, x.rows, x.cols, d, m.stream));
+    DI_RETURN_IF_ERROR(m.download(out, d, static_cast<size_t>(x.rows)));
+    return m.sync();
+  });
+}
+
 void CudaOps::paged_rows(const PagedRowsArgs& a) const {
   Impl& m = *impl_;
   m.run("paged_rows", [&]() -> Status {

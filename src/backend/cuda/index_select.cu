@@ -185,7 +185,59 @@ __global__ void paged_rows_kernel(const int32_t* entries,
   out[i] = e < 0 ? -1 : pages[page_offset[r] + e / per] * per + e % per;
 }
 
+__global__ void __launch_bounds__(kThreads)
+    argmax_kernel(const float* x, int64_t cols, int32_t* out) {
+  __shared__ float best_v[kThreads / 32];
+  __shared__ int64_t best_i[kThreads / 32];
+  const float* row = x + static_cast<int64_t>(blockIdx.x) * cols;
+  // Each thread keeps its first largest value (strictly greater replaces), then pairs combine
+  // preferring the larger value and, for equal values, the lower index: max_element's choice.
+  float v = -__int_as_float(0x7f800000);
+  int64_t idx = cols;  // "none yet": loses every tie
+  for (int64_t i = threadIdx.x; i < cols; i += kThreads) {
+    const float a = row[i];
+    if (idx == cols || a > v) {
+      v = a;
+      idx = i;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_down_sync(0xffffffffu, v, o);
+    const int64_t oi = __shfl_down_sync(0xffffffffu, idx, o);
+    if (oi < cols && (idx >= cols || ov > v || (ov == v && oi < idx))) {
+      v = ov;
+      idx = oi;
+    }
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) {
+    best_v[warp] = v;
+    best_i[warp] = idx;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float bv = best_v[0];
+    int64_t bi = best_i[0];
+    for (int w = 1; w < kThreads / 32; ++w) {
+      if (best_i[w] < cols &&
+          (bi >= cols || best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi))) {
+        bv = best_v[w];
+        bi = best_i[w];
+      }
+    }
+    out[blockIdx.x] = static_cast<int32_t>(bi < cols ? bi : 0);
+  }
+}
+
 }  // namespace
+
+cudaError_t argmax_rows(
+    const float* x, int64_t rows, int64_t cols, int32_t* out, cudaStream_t stream) {
+  if (rows <= 0) return rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  if (cols <= 0) return cudaErrorInvalidValue;
+  argmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, cols, out);
+  return cudaGetLastError();
+}
 
 cudaError_t index_topk(const float* scores,
                        int64_t rows,

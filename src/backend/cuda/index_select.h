@@ -51,4 +51,9 @@ cudaError_t paged_rows(const int32_t* entries,
                        int32_t* out,
                        cudaStream_t stream);
 
+// out[r] = the first index of the largest value of row r (std::max_element; no NaN), one CTA per
+// row (greedy sampling).
+cudaError_t argmax_rows(
+    const float* x, int64_t rows, int64_t cols, int32_t* out, cudaStream_t stream);
+
 }  // namespace di::backend::cuda

@@ -112,5 +112,14 @@ TEST_F(CpuSelectOps, PagedRowsMapEntriesThroughEachRowsTable) {
   EXPECT_EQ(out, (std::vector<int32_t>{28, 9, 21, -1, 7, 6, -1, -1}));
 }
 
+TEST_F(CpuSelectOps, ArgmaxRowsTakeTheFirstLargest) {
+  const std::vector<float> x = {1,     3,     3,     -1,     //
+                                -kInf, -kInf, -kInf, -kInf,  //
+                                0.0f,  -0.0f, -2,    -3};
+  std::vector<int32_t> out(3, -7);
+  ops_.argmax_rows({x.data(), 3, 4}, out.data());
+  EXPECT_EQ(out, (std::vector<int32_t>{1, 0, 0}));
+}
+
 }  // namespace
 }  // namespace di::backend

@@ -25,6 +25,22 @@ TEST_F(EngineTest, SixtyFourConcurrentGreedyRequestsMatchEachRunAlone) {
   EXPECT_GT(e->stats().num_steps, 0);
 }
 
+TEST_F(EngineTest, GreedyRowsWithoutProcessorsTakeTheSamplersToken) {
+  // Greedy rows without logits processors take the backend's argmax (no logits copy); asking for
+  // logprobs sends a row through the sampler's greedy draw instead: the same tokens, all rows one
+  // way, the other, or mixed in one batch.
+  const auto reqs = random_requests(16, 8, /*sampled=*/false);
+  auto with_logprobs = reqs, mixed = reqs;
+  for (auto& r : with_logprobs) r.sampling.logprobs = true;
+  for (size_t i = 0; i < mixed.size(); i += 2) mixed[i].sampling.logprobs = true;
+  auto e1 = make({16, 64, 16 << 20, 16});
+  auto e2 = make({16, 64, 16 << 20, 16});
+  auto e3 = make({16, 64, 16 << 20, 16});
+  const auto argmax = run(*e1, reqs);
+  EXPECT_EQ(run(*e2, with_logprobs), argmax);
+  EXPECT_EQ(run(*e3, mixed), argmax);
+}
+
 TEST_F(EngineTest, SeededSamplingIsTheSameAloneAndBatched) {
   const auto reqs = random_requests(16, 6, /*sampled=*/true);
   const auto alone = run_each_alone(reqs);

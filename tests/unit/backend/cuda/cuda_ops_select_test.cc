@@ -134,5 +134,23 @@ TEST_F(CudaOpsTest, PagedRowsMatchCpu) {
   expect_same_lists(gpu, cpu, "paged_rows");
 }
 
+TEST_F(CudaOpsTest, ArgmaxRowsMatchCpu) {
+  // Vocabulary-wide rows with planted exact ties of the maximum, and a row of -inf only.
+  const int64_t rows = 9, cols = 129280;
+  Rows x = random_rows(static_cast<size_t>(rows * cols), 77);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x.data() + r * cols;
+    const float top = 100.0f + static_cast<float>(r % 3);
+    for (int64_t j : {cols - 1 - r * 1000, 7 * r + 5, cols / 2 + r}) row[j] = top;
+  }
+  for (int64_t j = 0; j < cols; ++j) x[static_cast<size_t>(4 * cols + j)] = -INFINITY;
+  std::vector<int32_t> cpu(static_cast<size_t>(rows), -1), gpu(cpu.size(), -2);
+  cpu_.argmax_rows({x.data(), rows, cols}, cpu.data());
+  gpu_->argmax_rows({x.data(), rows, cols}, gpu.data());
+  ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+  EXPECT_EQ(gpu, cpu);
+  EXPECT_EQ(cpu[4], 0);
+}
+
 }  // namespace
 }  // namespace di::backend::testing
