@@ -143,23 +143,15 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
   }
   RowLists compressed;
   if (keys.num_compressed > 0) {
-    std::vector<int32_t> pages;
-    std::vector<int64_t> page_offset(static_cast<size_t>(T));
-    for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
-      const auto& table = ctx.chunks[ch].seq->streams[static_cast<size_t>(stream)].pages;
-      const int64_t row0 = ctx.chunk_row_begin[ch];
-      const int64_t rows = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
-      std::fill_n(page_offset.begin() + row0, rows, static_cast<int64_t>(pages.size()));
-      pages.insert(pages.end(), table.begin(), table.end());
-    }
+    const RowPageTables tables = row_page_tables(ctx, stream);
     compressed = RowLists(*ops_, T, keys.num_compressed);
     backend::PagedRowsArgs pr;
     pr.entries = selection->row(0);
     pr.num_rows = T;
     pr.width = keys.num_compressed;
-    pr.pages = pages.data();
-    pr.num_pages = static_cast<int64_t>(pages.size());
-    pr.page_offset = page_offset.data();
+    pr.pages = tables.pages.data();
+    pr.num_pages = static_cast<int64_t>(tables.pages.size());
+    pr.page_offset = tables.offset.data();
     pr.entries_per_page = ctx.pool->entries_per_page();
     pr.out = compressed.row(0);
     ops_->paged_rows(pr);

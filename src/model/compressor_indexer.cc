@@ -145,17 +145,8 @@ void Model::index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstR
   if (is_candidate_source) ctx.candidate_blocks = RowLists(*ops_, T, block_width);
   // One call for every row: each row reads its sequence's keys through its page table, and the
   // score rows are as wide as the longest sequence's entries (-inf past a row's visible ones).
-  std::vector<int32_t> pages;
-  std::vector<int64_t> page_offset(static_cast<size_t>(T));
-  int64_t n_keys = 0;
-  for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
-    const CompressedStream& cs = ctx.chunks[ch].seq->streams[static_cast<size_t>(stream)];
-    const int64_t row0 = ctx.chunk_row_begin[ch];
-    const int64_t rows = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
-    std::fill_n(page_offset.begin() + row0, rows, static_cast<int64_t>(pages.size()));
-    pages.insert(pages.end(), cs.pages.begin(), cs.pages.end());
-    n_keys = std::max(n_keys, cs.num_entries);
-  }
+  const RowPageTables tables = row_page_tables(ctx, stream);
+  const int64_t n_keys = tables.max_entries;
   Buffer scores(*ops_, T, n_keys);
   if (n_keys > 0) {
     backend::IndexScoreArgs args;
@@ -165,9 +156,9 @@ void Model::index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstR
     args.num_heads = static_cast<int>(Hi);
     args.head_dim = static_cast<int>(Di);
     args.key_pool = ctx.pool->index_key_pool(stream);
-    args.pages = pages.data();
-    args.num_pages = static_cast<int64_t>(pages.size());
-    args.page_offset = page_offset.data();
+    args.pages = tables.pages.data();
+    args.num_pages = static_cast<int64_t>(tables.pages.size());
+    args.page_offset = tables.offset.data();
     args.entries_per_page = ctx.pool->entries_per_page();
     args.num_keys = n_keys;
     args.num_visible = visible.data();

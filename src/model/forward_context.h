@@ -48,6 +48,17 @@ struct RowLists {
   int width = 0;
 };
 
+struct ForwardContext;
+
+// Every row's page table of one compressed stream, for ops that read paged rows of many sequences
+// in one call: the chunks' tables concatenated, and where each row's table starts.
+struct RowPageTables {
+  std::vector<int32_t> pages;
+  std::vector<int64_t> offset;  // per row
+  int64_t max_entries = 0;      // the longest sequence's entries in the stream
+};
+RowPageTables row_page_tables(const ForwardContext& ctx, int stream);
+
 struct ForwardContext {
   StatePool* pool = nullptr;
   std::vector<SequenceChunk> chunks;

@@ -327,9 +327,8 @@ void Model::record_dspark_input(int layer, ForwardContext& ctx, ConstRowsView x)
   const int64_t dim = config_.dim;
   float* dst = ctx.main_hidden.data() + t * dim;
   if ((hc & (hc - 1)) == 0) {
-    const std::vector<float> weights(static_cast<size_t>(x.rows * hc),
-                                     1.0f / static_cast<float>(hc));
-    const Buffer pre = backend::upload_rows(*ops_, weights, hc);
+    const Buffer pre(*ops_, x.rows, hc);
+    ops_->fill(pre.data(), 1.0f / static_cast<float>(hc), x.rows * hc);
     Buffer mean(*ops_, x.rows, dim);
     ops_->hc_collapse(x, pre.data(), hc, mean.view());
     ops_->copy_2d(mean.data(), dim, dst, nt * dim, dim, x.rows);

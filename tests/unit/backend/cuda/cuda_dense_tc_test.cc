@@ -8,26 +8,13 @@
 namespace di::backend::testing {
 namespace {
 
-class CudaDenseTensorTest : public ::testing::Test {
+class CudaDenseTensorTest : public CudaOpsTest {
  protected:
-  void SetUp() override {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
-    CudaOptions o;
-    o.arena_bytes = size_t{512} << 20;
+  CudaOptions options() const override {
+    CudaOptions o = CudaOpsTest::options();
     o.gemm = CudaGemm::kTensor;
-    auto ops = CudaOps::create(pool_, o);
-    ASSERT_TRUE(ops.has_value()) << ops.status().to_string();
-    gpu_ = std::move(ops).value();
+    return o;
   }
-  void TearDown() override {
-    if (gpu_) {
-      EXPECT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
-    }
-  }
-  ThreadPool pool_{2};
-  CpuOps cpu_{pool_};
-  std::unique_ptr<CudaOps> gpu_;
 };
 
 TEST_F(CudaDenseTensorTest, HeadShapedProductIsCloseAndBatchInvariant) {
@@ -42,13 +29,10 @@ TEST_F(CudaDenseTensorTest, HeadShapedProductIsCloseAndBatchInvariant) {
     gpu_->linear({x.data(), rows, in}, w.view, {gpu.data(), rows, out}, round);
     sync();
     ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
-    double num = 0, den = 0;
     for (size_t i = 0; i < cpu.size(); ++i) {
       ASSERT_FALSE(std::isnan(gpu[i])) << "output " << i << " not written";
-      num += (static_cast<double>(gpu[i]) - cpu[i]) * (static_cast<double>(gpu[i]) - cpu[i]);
-      den += static_cast<double>(cpu[i]) * cpu[i];
     }
-    const double rel = std::sqrt(num / den);
+    const double rel = relative_error(gpu, cpu);
     std::printf("dense bf16 tensor path (K %lld, round %d): relative L2 error %.3g\n",
                 static_cast<long long>(in), round, rel);
     EXPECT_LT(rel, round ? 5e-3 : 1e-5);
@@ -82,13 +66,10 @@ TEST_F(CudaDenseTensorTest, GroupedProductIsCloseAndBatchInvariant) {
                        static_cast<int>(groups), {one.data(), 1, out}, true);
   sync();
   ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
-  double num = 0, den = 0;
   for (size_t i = 0; i < cpu.size(); ++i) {
     ASSERT_FALSE(std::isnan(gpu[i])) << "output " << i << " not written";
-    num += (static_cast<double>(gpu[i]) - cpu[i]) * (static_cast<double>(gpu[i]) - cpu[i]);
-    den += static_cast<double>(cpu[i]) * cpu[i];
   }
-  EXPECT_LT(std::sqrt(num / den), 5e-3);
+  EXPECT_LT(relative_error(gpu, cpu), 5e-3);
   for (int64_t o = 0; o < out; ++o) {
     ASSERT_EQ(float_bits(one[static_cast<size_t>(o)]),
               float_bits(gpu[static_cast<size_t>(33 * out + o)]))

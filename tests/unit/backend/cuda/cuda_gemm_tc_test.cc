@@ -9,38 +9,14 @@
 namespace di::backend::testing {
 namespace {
 
-class CudaTensorGemmTest : public ::testing::Test {
+class CudaTensorGemmTest : public CudaOpsTest {
  protected:
-  void SetUp() override {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
-    CudaOptions o;
-    o.arena_bytes = size_t{512} << 20;
+  CudaOptions options() const override {
+    CudaOptions o = CudaOpsTest::options();
     o.gemm = CudaGemm::kTensor;
-    auto ops = CudaOps::create(pool_, o);
-    ASSERT_TRUE(ops.has_value()) << ops.status().to_string();
-    gpu_ = std::move(ops).value();
+    return o;
   }
-  void TearDown() override {
-    if (gpu_) {
-      EXPECT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
-    }
-  }
-  ThreadPool pool_{2};
-  CpuOps cpu_{pool_};
-  std::unique_ptr<CudaOps> gpu_;
 };
-
-template <class A, class B>
-double relative_error(const A& got, const B& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double d = static_cast<double>(got[i]) - ref[i];
-    num += d * d;
-    den += static_cast<double>(ref[i]) * ref[i];
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
 
 struct Shape {
   int64_t rows, out, in;

@@ -51,10 +51,12 @@ inline void sync() {
 
 class CudaOpsTest : public ::testing::Test {
  protected:
+  // The backend's options (a fixture of the tensor path overrides this).
+  virtual CudaOptions options() const { return CudaOptions{0, size_t{512} << 20}; }
   void SetUp() override {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
-    auto ops = CudaOps::create(pool_, CudaOptions{0, size_t{512} << 20});
+    auto ops = CudaOps::create(pool_, options());
     ASSERT_TRUE(ops.has_value()) << ops.status().to_string();
     gpu_ = std::move(ops).value();
   }
@@ -131,6 +133,18 @@ inline RandomWeight random_weight(WeightFormat f, int64_t out, int64_t in, uint3
   w.view.data = w.data.data();
   w.view.scale = w.scale.empty() ? nullptr : w.scale.data();
   return w;
+}
+
+// ||got - ref|| / ||ref|| over all elements.
+template <class A, class B>
+double relative_error(const A& got, const B& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = static_cast<double>(got[i]) - ref[i];
+    num += d * d;
+    den += static_cast<double>(ref[i]) * ref[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
 // Bitwise equality, with the first differing element reported.
