@@ -22,6 +22,7 @@
 #include "cuda/bench_util.h"
 #include "cuda/cublaslt_gemm.h"
 #include "cuda/decode_bench.h"
+#include "cuda/index_scores_bench.h"
 #include "cuda/sparse_attention_bench.h"
 #include "cuda/wgmma_bench.h"
 
@@ -261,7 +262,7 @@ Status run(bool quick, bool wgmma_only) {
 
 int di::bench::run_kernels_bench(int argc, char** argv) {
   bool quick = false, decode_only = false, profile = false, attention = false,
-       attention_profile = false, wgmma_only = false;
+       attention_profile = false, wgmma_only = false, index_scores = false;
   int moe = 0;  // 1: the routed-experts table alone; 2: the same without the variant sweep
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -281,15 +282,18 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       attention = true;
     } else if (a == "--sparse-attention-profile") {
       attention_profile = true;
+    } else if (a == "--index-scores") {
+      index_scores = true;
     } else {
       std::fprintf(stderr,
                    "%s: unknown flag '%s' (expected --quick, --wgmma, --decode, --moe, --moe-pick, "
-                   "--profile, --sparse-attention or --sparse-attention-profile)\n",
+                   "--profile, --sparse-attention, --sparse-attention-profile or --index-scores)\n",
                    argv[0], a.c_str());
       return 2;
     }
   }
   if (attention || attention_profile) return di::bench::sparse_attention_bench(attention_profile);
+  if (index_scores) return di::bench::index_scores_bench();
   di::Status s;
   if (moe > 0) {
     s = di::bench::run_moe_bench(moe == 1);

@@ -37,7 +37,9 @@ Status fill_synthetic_context(const backend::Ops& ops,
   const int layers = c.num_total_layers();
   const backend::Buffer window_rows = random_rows(ops, layers * win, D, seed);
   const backend::Buffer kv_rows = random_rows(ops, kTemplateRows, D, seed + 1);
+  // Index keys as the compressor stores them: FP4 fake-quantized (kUe8m0Block32) fp32 rows.
   const backend::Buffer key_rows = random_rows(ops, kTemplateRows, Di, seed + 2);
+  ops.fake_quant_fp4(key_rows.view(), backend::Fp4ScaleKind::kUe8m0Block32);
   std::vector<int32_t> slots;
   for (model::SequenceState& seq : seqs) {
     DI_RETURN_IF_ERROR(pool.reserve(seq, tokens));

@@ -202,6 +202,24 @@ cudaError_t index_scores(const float* q,
                          const int64_t* num_visible,
                          float* scores,
                          cudaStream_t s) {
+  if (index_scores_tc_fits(num_heads, head_dim)) {
+    return index_scores_tc(q, weights, num_queries, num_heads, head_dim, keys, num_keys,
+                           num_visible, scores, s);
+  }
+  return index_scores_simt(q, weights, num_queries, num_heads, head_dim, keys, num_keys,
+                           num_visible, scores, s);
+}
+
+cudaError_t index_scores_simt(const float* q,
+                              const float* weights,
+                              int64_t num_queries,
+                              int num_heads,
+                              int head_dim,
+                              const PagedKeys& keys,
+                              int64_t num_keys,
+                              const int64_t* num_visible,
+                              float* scores,
+                              cudaStream_t s) {
   const int64_t n = num_queries * num_keys;
   if (n == 0) return cudaSuccess;
   // A thread per pair fills the device from about 32K pairs on; below that, a block per pair.

@@ -309,7 +309,8 @@ struct PagedKeys {
   const int64_t* page_offset = nullptr;
   int per = 1;
 };
-// Indexer scores over paged key rows (bitwise).
+// Indexer scores over paged key rows (bitwise): the tensor-core kernel where it fits, else the
+// CUDA-core one.
 cudaError_t index_scores(const float* q,
                          const float* weights,
                          int64_t num_queries,
@@ -320,5 +321,33 @@ cudaError_t index_scores(const float* q,
                          const int64_t* num_visible,
                          float* scores,
                          cudaStream_t s);
+
+// The CUDA-core kernels (a thread or a block per (query, key); any shape), bitwise.
+cudaError_t index_scores_simt(const float* q,
+                              const float* weights,
+                              int64_t num_queries,
+                              int num_heads,
+                              int head_dim,
+                              const PagedKeys& keys,
+                              int64_t num_keys,
+                              const int64_t* num_visible,
+                              float* scores,
+                              cudaStream_t s);
+// The tensor-core kernel (index_scores_tc.cu), bitwise: up to 64 heads of 32, 64 or 128 dims.
+// keys_per_cta <= 0 picks it from the sizes; `fallbacks` (optional, device) counts the (key, head)
+// dot products recomputed on CUDA cores because the MMA could have rounded them.
+bool index_scores_tc_fits(int num_heads, int head_dim);
+cudaError_t index_scores_tc(const float* q,
+                            const float* weights,
+                            int64_t num_queries,
+                            int num_heads,
+                            int head_dim,
+                            const PagedKeys& keys,
+                            int64_t num_keys,
+                            const int64_t* num_visible,
+                            float* scores,
+                            cudaStream_t s,
+                            int keys_per_cta = 0,
+                            unsigned long long* fallbacks = nullptr);
 
 }  // namespace di::backend::cuda
