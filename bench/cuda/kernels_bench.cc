@@ -1,9 +1,9 @@
-// deepinfer bench kernels [--quick|--wgmma|--decode|--profile|--sparse-attention] (also the
-// standalone cuda_kernels_bench): times DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths
-// (hidden 5120, 64 heads x 512, expert intermediate 2304) against floors measured in the same run:
-// device copy bandwidth (cudaMemcpy D2D, bytes read + written) and cuBLASLt's bf16 and fp8 GEMM
-// rate at 8192^3. Each kernel's floor is max(bytes / bandwidth, FLOPs / peak); ratio = floor /
-// time. Weights and keys rotate through copies larger than L2 so that timings read HBM.
+// deepinfer bench kernels [--quick|--wgmma|--decode|--profile|--sparse-attention|--index-scores]
+// (also the standalone cuda_kernels_bench): times DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash
+// widths (hidden 5120, 64 heads x 512, expert intermediate 2304) against floors measured in the
+// same run: device copy bandwidth (cudaMemcpy D2D, bytes read + written) and cuBLASLt's bf16 and
+// fp8 GEMM rate at 8192^3. Each kernel's floor is max(bytes / bandwidth, FLOPs / peak); ratio =
+// floor / time. Weights and keys rotate through copies larger than L2 so that timings read HBM.
 // Then the decode table (decode_bench.cc); --decode runs only that, --wgmma only the prefill GEMM
 // table (wgmma_bench.cc), --profile one launch for ncu.
 #include "cuda/kernels_bench.h"
