@@ -1,4 +1,4 @@
-// deepinfer bench kernels [--quick|--wgmma|--decode|--profile|--sparse-attention] (also the
+// deepinfer bench kernels [--quick|--wgmma|--small-ops|--decode|--profile|--sparse-attention] (the
 // standalone cuda_kernels_bench): times DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths
 // (hidden 5120, 64 heads x 512, expert intermediate 2304) against floors measured in the same run:
 // device copy bandwidth (cudaMemcpy D2D, bytes read + written) and cuBLASLt's bf16 and fp8 GEMM
@@ -22,6 +22,7 @@
 #include "cuda/bench_util.h"
 #include "cuda/cublaslt_gemm.h"
 #include "cuda/decode_bench.h"
+#include "cuda/small_ops_bench.h"
 #include "cuda/sparse_attention_bench.h"
 #include "cuda/wgmma_bench.h"
 
@@ -261,7 +262,7 @@ Status run(bool quick, bool wgmma_only) {
 
 int di::bench::run_kernels_bench(int argc, char** argv) {
   bool quick = false, decode_only = false, profile = false, attention = false,
-       attention_profile = false, wgmma_only = false;
+       attention_profile = false, wgmma_only = false, small_ops = false;
   int moe = 0;  // 1: the routed-experts table alone; 2: the same without the variant sweep
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -269,6 +270,8 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       quick = true;
     } else if (a == "--wgmma") {
       wgmma_only = true;
+    } else if (a == "--small-ops") {
+      small_ops = true;
     } else if (a == "--decode") {
       decode_only = true;
     } else if (a == "--moe") {
@@ -282,16 +285,20 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
     } else if (a == "--sparse-attention-profile") {
       attention_profile = true;
     } else {
-      std::fprintf(stderr,
-                   "%s: unknown flag '%s' (expected --quick, --wgmma, --decode, --moe, --moe-pick, "
-                   "--profile, --sparse-attention or --sparse-attention-profile)\n",
-                   argv[0], a.c_str());
+      std::fprintf(
+          stderr,
+          "%s: unknown flag '%s' (expected --quick, --wgmma, --small-ops, --decode, --moe, "
+          "--moe-pick, "
+          "--profile, --sparse-attention or --sparse-attention-profile)\n",
+          argv[0], a.c_str());
       return 2;
     }
   }
   if (attention || attention_profile) return di::bench::sparse_attention_bench(attention_profile);
   di::Status s;
-  if (moe > 0) {
+  if (small_ops) {
+    s = di::bench::run_small_ops_bench();
+  } else if (moe > 0) {
     s = di::bench::run_moe_bench(moe == 1);
   } else {
     s = decode_only || profile ? di::Status() : di::bench::run(quick, wgmma_only);
