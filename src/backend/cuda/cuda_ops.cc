@@ -260,17 +260,20 @@ void CudaOps::hc_mixes(ConstRowsView x,
     const WeightView fn_w{WeightFormat::kF32, mix, x.cols, reinterpret_cast<const uint8_t*>(fn),
                           nullptr};
     DI_ASSIGN_OR_RETURN(float* raw, m.scratch<float>(static_cast<size_t>(x.rows * mix)));
-    float* sum_squares = nullptr;
-    // Few rows: one block per (mix output, row) over shared-memory copies (the chains at add
-    // latency); many rows: dense_gemm's parallelism across rows pays for its global loads.
-    if (x.rows <= 64 && cuda::hc_mix_products_fit(x.cols)) {
+    // Few rows: hc_mix_products; many: dense_gemm's product, the sums of squares still by lane.
+    const bool fit = cuda::hc_mix_products_fit(x.cols) && x.rows <= 65535;
+    DI_ASSIGN_OR_RETURN(float* ss, m.scratch<float>(static_cast<size_t>(x.rows)));
+    float* sum_squares = fit ? ss : nullptr;
+    if (x.rows <= 64 && fit) {
       DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dfn, m.weight(fn_w));
-      DI_ASSIGN_OR_RETURN(sum_squares, m.scratch<float>(static_cast<size_t>(x.rows)));
       DI_CUDA_RETURN_IF_ERROR(cuda::hc_mix_products(x.data, x.rows, x.cols,
                                                     reinterpret_cast<const float*>(dfn.data), mix,
                                                     raw, sum_squares, m.stream));
     } else {
       DI_RETURN_IF_ERROR(m.linear(x.data, x.rows, x.cols, fn_w, raw, /*round=*/false));
+      if (fit)
+        DI_CUDA_RETURN_IF_ERROR(
+            cuda::hc_sum_squares(x.data, x.rows, x.cols, sum_squares, m.stream));
     }
     DI_ASSIGN_OR_RETURN(const float* dscale, m.constant(scale, 3));
     DI_ASSIGN_OR_RETURN(const float* dbase, m.constant(base, mix));

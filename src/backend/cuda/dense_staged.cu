@@ -1,11 +1,12 @@
 // Dense (BF16/F32 weight) products with few outputs and few rows, bitwise equal to dot_f32: one
-// block per (output, row) stages the activation row and the weight row in shared memory
-// (lane_sum.cuh) and runs the eight lanes there. With a few hundred outputs neither eight threads
-// per output (dense_gemm: each lane a chain of K/8 global loads) nor a thread per output (the
-// GEMV) keeps enough bytes in flight; a block per output issues its whole row at once.
+// block per (output, row) multiplies the activation row by the weight row into a by-lane shared
+// buffer and runs the eight lanes' add chains there (lane_chain.cuh). With a few hundred outputs
+// neither eight threads per output (dense_gemm: each lane a chain of K/8 global loads) nor a
+// thread per output (the GEMV) keeps enough bytes in flight; a block per output issues its whole
+// row at once.
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/kernels.h"
-#include "backend/cuda/lane_sum.cuh"
+#include "backend/cuda/lane_chain.cuh"
 
 namespace di::backend::cuda {
 
@@ -13,25 +14,32 @@ namespace {
 
 constexpr int kStagedThreads = 256;
 
+__device__ __forceinline__ float widen(float v) {
+  return v;
+}
+__device__ __forceinline__ float widen(uint16_t v) {
+  return __uint_as_float(static_cast<uint32_t>(v) << 16);
+}
+
 template <class W>
 __global__ void dense_staged_kernel(
     const float* x, int64_t K, const W* w, int64_t N, float* y, bool round_out) {
-  extern __shared__ float4 staged4[];
-  float* xs = reinterpret_cast<float*>(staged4);  // [K] activations, then the weight row
-  W* ws = reinterpret_cast<W*>(xs + K);
+  extern __shared__ float4 buf4[];
+  float* buf = reinterpret_cast<float*>(buf4);
   __shared__ float lanes[8];
   const int64_t n = blockIdx.x, m = blockIdx.y;
-  stage_to_shared(x + m * K, xs, K);
-  // The weight row as floats' worth of bytes (bf16 rows: K / 2 floats; K % 8 == 0 keeps both
-  // 16-byte aligned).
-  constexpr int64_t kPerFloat = sizeof(float) / sizeof(W);
-  stage_to_shared(reinterpret_cast<const float*>(w + n * K), reinterpret_cast<float*>(ws),
-                  K / kPerFloat);
+  const float* xr = x + m * K;
+  const W* wr = w + n * K;
+  auto a = [&](int64_t k) { return xr[k]; };
+  auto b = [&](int64_t k) { return widen(wr[k]); };
+  products_by_lane(a, b, K, buf);
   __syncthreads();
-  const float s = lane_dot_shared(xs, ws, K, lanes);
+  const float s = lane_dot(buf, K, a, b, lanes);
   if (threadIdx.x == 0) y[m * N + n] = round_out ? round_bf16(s) : s;
 }
 
+// Bytes of shared memory the old staged copies took (x and the weight row): dense_staged_applies
+// keeps its limit so that CudaOps routes the same products here.
 size_t staged_bytes(const DeviceWeight& w) {
   return static_cast<size_t>(w.in_features) *
          (sizeof(float) + (w.format == WeightFormat::kBF16 ? 2 : 4));
@@ -54,7 +62,7 @@ cudaError_t dense_staged(const float* x,
                          cudaStream_t s) {
   if (!dense_staged_applies(rows, w)) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(w.out_features), static_cast<unsigned>(rows));
-  const size_t smem = staged_bytes(w);
+  const size_t smem = static_cast<size_t>(lane_buffer_bytes(w.in_features));
   if (w.format == WeightFormat::kBF16) {
     dense_staged_kernel<uint16_t><<<grid, kStagedThreads, smem, s>>>(
         x, w.in_features, reinterpret_cast<const uint16_t*>(w.data), w.out_features, y, round_bf16);

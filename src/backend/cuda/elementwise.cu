@@ -1,10 +1,9 @@
-// Row-wise kernels: quantizers, RMSNorm, RoPE, SwiGLU, hyper-connection collapse/expand, the
+// Row-wise kernels: quantizers, RoPE, SwiGLU, hyper-connection collapse/expand, the
 // Engram gate and the compressor's softmax pooling, each computing exactly what its kernels/ref
-// twin computes (same operation order, explicit round-to-nearest arithmetic). Correctness first:
-// one thread per quantization block or element, one block per row where a row reduction is needed.
+// twin computes (same operation order, explicit round-to-nearest arithmetic): one thread per
+// element (the quantizers: a lane per element, a warp or half warp per block).
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/kernels.h"
-#include "backend/cuda/lane_sum.cuh"
 
 namespace di::backend::cuda {
 
@@ -34,11 +33,28 @@ __global__ void fake_quant_fp8_kernel(float* x, int64_t num_blocks, int block) {
   }
 }
 
-// One warp per 32-block, one element per lane: the block's amax is a max (order-free), so the
-// warp reduction gives the same scale as the sequential loop.
-__device__ __forceinline__ float warp_amax(float v) {
-  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+// A group of `width` lanes (16 or 32) per quantization block, one element per lane: the block's
+// amax is a max (order-free), so the shuffle tree gives the sequential loop's scale. Lanes past
+// the end hold 0 and form whole groups of their own (n is a multiple of the width).
+template <int width>
+__device__ __forceinline__ float group_amax(float v) {
+  for (int o = width / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
+}
+
+__device__ __forceinline__ float warp_amax(float v) {
+  return group_amax<32>(v);
+}
+
+// fake_quant_fp8 with 32-blocks (the model's), a lane per element instead of a thread per block.
+__global__ void fake_quant_fp8_lanes_kernel(float* x, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  const bool live = i < n;
+  const float v = live ? x[i] : 0.0f;
+  const float amax = fmaxf(warp_amax(fabsf(v)), 1e-4f);
+  const float s = pow2_ceil_scale(__fmul_rn(amax, __fdiv_rn(1.0f, 448.0f)));
+  const float q = round_e4m3(fminf(fmaxf(__fdiv_rn(v, s), -448.0f), 448.0f));
+  if (live) x[i] = round_bf16(__fmul_rn(q, s));
 }
 
 __global__ void quantize_fp8_kernel(const float* x, int64_t num_blocks, float* q, float* scales) {
@@ -52,74 +68,23 @@ __global__ void quantize_fp8_kernel(const float* x, int64_t num_blocks, float* q
   q[b * 32 + lane] = round_e4m3(fminf(fmaxf(__fdiv_rn(v, s), -448.0f), 448.0f));
 }
 
-__global__ void fake_quant_fp4_kernel(float* x, int64_t num_blocks, bool e4m3_scales) {
-  const int64_t b = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (b >= num_blocks) return;
-  const int block = e4m3_scales ? 16 : 32;
-  float* xb = x + b * block;
-  float amax = block_amax(xb, block);
+// fake_quant_fp4, a lane per element (16-lane groups for e4m3 scales, warps for ue8m0).
+template <bool kE4m3>
+__global__ void fake_quant_fp4_kernel(float* x, int64_t n) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  const bool live = i < n;
+  const float v = live ? x[i] : 0.0f;
+  float amax = group_amax < kE4m3 ? 16 : 32 > (fabsf(v));
   float s;
-  if (e4m3_scales) {
+  if (kE4m3) {
     amax = fmaxf(amax, 6.0f * 0.001953125f);
     s = round_e4m3(__fdiv_rn(amax, 6.0f));
   } else {
     amax = fmaxf(amax, 6.0f * __uint_as_float(0x00800000u));  // 6 * 2^-126
     s = pow2_ceil_scale(__fmul_rn(amax, __fdiv_rn(1.0f, 6.0f)));
   }
-  for (int i = 0; i < block; ++i) {
-    const float v = fminf(fmaxf(__fdiv_rn(xb[i], s), -6.0f), 6.0f);
-    xb[i] = round_bf16(__fmul_rn(round_e2m1(v), s));
-  }
-}
-
-// One block per row: eight threads run the eight chains of sum_squares_f32, thread 0 combines.
-// Rows up to kRmsStagedCols floats are staged in shared memory first (lane_sum.cuh: the eight
-// chains then run at add latency instead of one global round trip per step).
-constexpr int64_t kRmsStagedCols = 8192;
-
-__global__ void rms_norm_staged_kernel(
-    const float* x, int64_t cols, const float* w, float eps, float* y) {
-  __shared__ float4 staged4[kRmsStagedCols / 4];
-  __shared__ float lanes[8];
-  __shared__ float r;
-  float* staged = reinterpret_cast<float*>(staged4);
-  stage_to_shared(x + blockIdx.x * cols, staged, cols);
-  __syncthreads();
-  const float s = lane_dot_shared(staged, staged, cols, lanes);
-  if (threadIdx.x == 0) {
-    const float var = __fdiv_rn(s, static_cast<float>(cols));
-    r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, eps)));
-  }
-  __syncthreads();
-  float* yr = y + blockIdx.x * cols;
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
-    yr[i] = round_bf16(__fmul_rn(w[i], __fmul_rn(staged[i], r)));
-  }
-}
-
-__global__ void rms_norm_kernel(const float* x, int64_t cols, const float* w, float eps, float* y) {
-  __shared__ float lanes[8];
-  __shared__ float r;
-  const float* xr = x + blockIdx.x * cols;
-  const int64_t full = cols / 8 * 8;
-  if (threadIdx.x < 8) {
-    float l = 0;
-    for (int64_t k = threadIdx.x; k < full; k += 8) l = __fadd_rn(l, __fmul_rn(xr[k], xr[k]));
-    lanes[threadIdx.x] = l;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float s = __fadd_rn(__fadd_rn(__fadd_rn(lanes[0], lanes[1]), __fadd_rn(lanes[2], lanes[3])),
-                        __fadd_rn(__fadd_rn(lanes[4], lanes[5]), __fadd_rn(lanes[6], lanes[7])));
-    for (int64_t k = full; k < cols; ++k) s = __fadd_rn(s, __fmul_rn(xr[k], xr[k]));
-    const float var = __fdiv_rn(s, static_cast<float>(cols));
-    r = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(var, eps)));
-  }
-  __syncthreads();
-  float* yr = y + blockIdx.x * cols;
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
-    yr[i] = round_bf16(__fmul_rn(w[i], __fmul_rn(xr[i], r)));
-  }
+  const float q = round_e2m1(fminf(fmaxf(__fdiv_rn(v, s), -6.0f), 6.0f));
+  if (live) x[i] = round_bf16(__fmul_rn(q, s));
 }
 
 __global__ void rope_kernel(float* x,
@@ -229,7 +194,11 @@ cudaError_t softmax_pool(
 cudaError_t fake_quant_fp8(float* x, int64_t rows, int64_t cols, int block, cudaStream_t s) {
   const int64_t n = rows * (cols / block);
   if (n == 0) return cudaSuccess;
-  fake_quant_fp8_kernel<<<grid_for(n), kThreads, 0, s>>>(x, n, block);
+  if (block == 32) {
+    fake_quant_fp8_lanes_kernel<<<grid_for(n * 32), kThreads, 0, s>>>(x, n * 32);
+  } else {
+    fake_quant_fp8_kernel<<<grid_for(n), kThreads, 0, s>>>(x, n, block);
+  }
   return cudaGetLastError();
 }
 
@@ -244,24 +213,12 @@ cudaError_t quantize_fp8(
 cudaError_t fake_quant_fp4(
     float* x, int64_t rows, int64_t cols, Fp4ScaleKind kind, cudaStream_t s) {
   const bool e4m3 = kind == Fp4ScaleKind::kE4m3Block16;
-  const int64_t n = rows * (cols / (e4m3 ? 16 : 32));
+  const int64_t n = rows * (cols / (e4m3 ? 16 : 32)) * (e4m3 ? 16 : 32);  // whole blocks
   if (n == 0) return cudaSuccess;
-  fake_quant_fp4_kernel<<<grid_for(n), kThreads, 0, s>>>(x, n, e4m3);
-  return cudaGetLastError();
-}
-
-cudaError_t rms_norm(const float* x,
-                     int64_t rows,
-                     int64_t cols,
-                     const float* w,
-                     float eps,
-                     float* y,
-                     cudaStream_t s) {
-  if (rows == 0) return cudaSuccess;
-  if (cols <= kRmsStagedCols) {
-    rms_norm_staged_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, cols, w, eps, y);
+  if (e4m3) {
+    fake_quant_fp4_kernel<true><<<grid_for(n), kThreads, 0, s>>>(x, n);
   } else {
-    rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, cols, w, eps, y);
+    fake_quant_fp4_kernel<false><<<grid_for(n), kThreads, 0, s>>>(x, n);
   }
   return cudaGetLastError();
 }

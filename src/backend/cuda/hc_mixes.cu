@@ -1,18 +1,16 @@
 // Hyper-connection mixes (kernels::hc_mixes_token). The (2+hc)*hc mix product and the sum of
 // squares are dot_f32 chains over hc*dim (20,480 at V4.1): for few rows one block per (output,
-// row) runs them over shared-memory copies (hc_mix_products), for many rows the product is
-// dense_gemm with the F32 `fn` as weights. The per-token tail (RMS factor, sigmoids, softmax) is
-// serial on one thread in the CPU's order; Sinkhorn runs one thread per comb element. Bitwise
+// row) multiplies into shared memory and runs the add chains there (hc_mix_products), for many
+// rows the product is dense_gemm with the F32 `fn` as weights. The per-token tail (RMS factor,
+// sigmoids, softmax, Sinkhorn) runs one thread per value, each in the CPU's order. Bitwise
 // except where an exp rounds differently from glibc's expf (device_numeric.cuh).
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/kernels.h"
-#include "backend/cuda/lane_sum.cuh"
+#include "backend/cuda/lane_chain.cuh"
 
 namespace di::backend::cuda {
 
 namespace {
-
-constexpr int kMaxMix = (2 + HcCoefficients::kMaxHc) * HcCoefficients::kMaxHc;
 
 // Sinkhorn over c [hc, hc] in shared memory with one thread per element (threads >= hc * hc
 // take part in the barriers only): each thread sums its own column (or row) in the CPU's order
@@ -39,20 +37,29 @@ __device__ void sinkhorn_parallel(float* c, int hc, int iters, float hc_eps) {
   }
 }
 
-// Block (o, r): the mix product raw[r, o] = dot_f32(x[r], fn[o]) for o < mix, and for o == mix
-// the sum of squares of x[r], both in the CPU's lane order over shared-memory copies.
-__global__ void hc_mix_products_kernel(
-    const float* x, int64_t hc_dim, const float* fn, int mix, float* raw, float* sum_squares) {
-  extern __shared__ float4 staged4[];
-  float* staged = reinterpret_cast<float*>(staged4);  // x row [hc_dim], then fn row [hc_dim]
+// Block (o - first, r): the mix product raw[r, o] = dot_f32(x[r], fn[o]) for o < mix, and for
+// o == mix the sum of squares of x[r], both in the CPU's lane order: the block multiplies into a
+// by-lane buffer, then eight threads run the add chains (lane_chain.cuh).
+__global__ void hc_mix_products_kernel(const float* x,
+                                       int64_t hc_dim,
+                                       const float* fn,
+                                       int mix,
+                                       int first,
+                                       float* raw,
+                                       float* sum_squares) {
+  extern __shared__ float4 buf4[];
+  float* buf = reinterpret_cast<float*>(buf4);
   __shared__ float lanes[8];
-  const int o = static_cast<int>(blockIdx.x);
+  const int o = first + static_cast<int>(blockIdx.x);
   const int64_t r = blockIdx.y;
-  stage_to_shared(x + r * hc_dim, staged, hc_dim);
+  const float* xr = x + r * hc_dim;
   const bool squares = o == mix;
-  if (!squares) stage_to_shared(fn + static_cast<int64_t>(o) * hc_dim, staged + hc_dim, hc_dim);
+  const float* other = squares ? xr : fn + static_cast<int64_t>(o) * hc_dim;
+  auto a = [&](int64_t k) { return xr[k]; };
+  auto b = [&](int64_t k) { return other[k]; };
+  products_by_lane(a, b, hc_dim, buf);
   __syncthreads();
-  const float v = lane_dot_shared(staged, squares ? staged : staged + hc_dim, hc_dim, lanes);
+  const float v = lane_dot(buf, hc_dim, a, b, lanes);
   if (threadIdx.x != 0) return;
   if (squares) {
     sum_squares[r] = v;
@@ -61,89 +68,111 @@ __global__ void hc_mix_products_kernel(
   }
 }
 
-// Thread 0's serial part of hc_mixes_kernel: the RMS factor (from `sum_squares` or the lanes),
-// the pre/post sigmoids and comb's row softmax, into *o.
-__device__ void mixes_before_sinkhorn(const float* xr,
-                                      int64_t hc_dim,
-                                      float ss,
-                                      const float* raw,
-                                      const float* scale,
-                                      const float* base,
-                                      int hc,
-                                      float hc_eps,
-                                      float norm_eps,
-                                      HcCoefficients* o) {
-  const float rsqrt =
-      __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, static_cast<float>(hc_dim)), norm_eps)));
-  const int mix = (2 + hc) * hc;
-  float m[kMaxMix];
-  for (int j = 0; j < mix; ++j) m[j] = __fmul_rn(raw[j], rsqrt);
-  *o = HcCoefficients{};  // unused entries zero, so the copy back carries no garbage
-  for (int i = 0; i < hc; ++i) {
-    o->pre[i] = __fadd_rn(sigmoid_f32(__fadd_rn(__fmul_rn(m[i], scale[0]), base[i])), hc_eps);
-    o->post[i] =
-        __fmul_rn(2.0f, sigmoid_f32(__fadd_rn(__fmul_rn(m[hc + i], scale[1]), base[hc + i])));
-  }
-  float* c = o->comb;
-  for (int i = 0; i < hc; ++i) {
-    float row_max = -INFINITY;
-    for (int j = 0; j < hc; ++j) {
-      const int q = 2 * hc + i * hc + j;
-      c[i * hc + j] = __fadd_rn(__fmul_rn(m[q], scale[2]), base[q]);
-      row_max = fmaxf(row_max, c[i * hc + j]);
-    }
-    float row_sum = 0;
-    for (int j = 0; j < hc; ++j) {
-      c[i * hc + j] = exp_f32(__fsub_rn(c[i * hc + j], row_max));
-      row_sum = __fadd_rn(row_sum, c[i * hc + j]);
-    }
-    for (int j = 0; j < hc; ++j)
-      c[i * hc + j] = __fadd_rn(__fdiv_rn(c[i * hc + j], row_sum), hc_eps);
-  }
-}
-
-// One block of kMixThreads (>= kMaxHc^2) per token row; `sum_squares` (per row) may be null, then
+// One block of kMixThreads per token row. The tail runs side by side in the CPU's per-value
+// order: the RMS factor once (thread 0), then thread e < hc^2 computes comb element e (its row's
+// max and, after a barrier, its row's sum, in the CPU's order) while threads hc^2 .. hc^2 + 2hc
+// compute the pre and post sigmoids; then Sinkhorn. `sum_squares` (per row) may be null, then
 // it is computed here (slowly: eight latency-bound chains over global memory).
-constexpr int kMixThreads = 64;
-static_assert(kMixThreads >= HcCoefficients::kMaxHc * HcCoefficients::kMaxHc);
+constexpr int kMixThreads = 96;
+static_assert(kMixThreads >= HcCoefficients::kMaxHc * (HcCoefficients::kMaxHc + 2));
 
-__global__ void hc_mixes_kernel(const float* x,
-                                int64_t hc_dim,
-                                const float* sum_squares,
-                                const float* raw,
-                                const float* scale,
-                                const float* base,
-                                int hc,
-                                int sinkhorn_iters,
-                                float hc_eps,
-                                float norm_eps,
-                                HcCoefficients* out) {
+__global__ void __launch_bounds__(kMixThreads) hc_mixes_kernel(const float* x,
+                                                               int64_t hc_dim,
+                                                               const float* sum_squares,
+                                                               const float* raw,
+                                                               const float* scale,
+                                                               const float* base,
+                                                               int hc,
+                                                               int sinkhorn_iters,
+                                                               float hc_eps,
+                                                               float norm_eps,
+                                                               HcCoefficients* out) {
   __shared__ float lanes[8];
+  __shared__ float rsqrt_shared;
+  __shared__ float exps[HcCoefficients::kMaxHc * HcCoefficients::kMaxHc];
   __shared__ HcCoefficients o;
+  constexpr int kFloats = static_cast<int>(sizeof(HcCoefficients) / sizeof(float));
+  float* of = reinterpret_cast<float*>(&o);
+  const int t = static_cast<int>(threadIdx.x);
   const int64_t r = blockIdx.x;
   const float* xr = x + r * hc_dim;
   const int64_t full = hc_dim / 8 * 8;
-  if (!sum_squares && threadIdx.x < 8) {
+  if (!sum_squares && t < 8) {
     float l = 0;
-    for (int64_t k = threadIdx.x; k < full; k += 8) l = __fadd_rn(l, __fmul_rn(xr[k], xr[k]));
-    lanes[threadIdx.x] = l;
+    for (int64_t k = t; k < full; k += 8) l = __fadd_rn(l, __fmul_rn(xr[k], xr[k]));
+    lanes[t] = l;
   }
+  for (int i = t; i < kFloats; i += kMixThreads) of[i] = 0;  // unused entries stay zero
   __syncthreads();
-  if (threadIdx.x == 0) {
+  if (t == 0) {
     float ss = 0;
     if (sum_squares) {
       ss = sum_squares[r];
     } else {
-      ss = __fadd_rn(__fadd_rn(__fadd_rn(lanes[0], lanes[1]), __fadd_rn(lanes[2], lanes[3])),
-                     __fadd_rn(__fadd_rn(lanes[4], lanes[5]), __fadd_rn(lanes[6], lanes[7])));
+      ss = combine_lanes(lanes);
       for (int64_t k = full; k < hc_dim; ++k) ss = __fadd_rn(ss, __fmul_rn(xr[k], xr[k]));
     }
-    mixes_before_sinkhorn(xr, hc_dim, ss, raw + r * (2 + hc) * hc, scale, base, hc, hc_eps,
-                          norm_eps, &o);
+    rsqrt_shared =
+        __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, static_cast<float>(hc_dim)), norm_eps)));
+  }
+  __syncthreads();
+  const float rsqrt = rsqrt_shared;
+  const float* m = raw + r * (2 + hc) * hc;  // m[q] * rsqrt is the CPU's mixes[q]
+  const int cells = hc * hc;
+  float e = 0;
+  if (t < cells) {
+    const int i = t / hc, j = t % hc;
+    float row_max = -INFINITY, mine = 0;
+    for (int jj = 0; jj < hc; ++jj) {
+      const int q = 2 * hc + i * hc + jj;
+      const float c = __fadd_rn(__fmul_rn(__fmul_rn(m[q], rsqrt), scale[2]), base[q]);
+      row_max = fmaxf(row_max, c);
+      if (jj == j) mine = c;
+    }
+    e = exp_f32(__fsub_rn(mine, row_max));
+    exps[t] = e;
+  } else if (t < cells + hc) {
+    const int i = t - cells;
+    o.pre[i] = __fadd_rn(
+        sigmoid_f32(__fadd_rn(__fmul_rn(__fmul_rn(m[i], rsqrt), scale[0]), base[i])), hc_eps);
+  } else if (t < cells + 2 * hc) {
+    const int i = t - cells - hc;
+    o.post[i] = __fmul_rn(
+        2.0f,
+        sigmoid_f32(__fadd_rn(__fmul_rn(__fmul_rn(m[hc + i], rsqrt), scale[1]), base[hc + i])));
+  }
+  __syncthreads();
+  if (t < cells) {
+    const int i = t / hc;
+    float row_sum = 0;
+    for (int jj = 0; jj < hc; ++jj) row_sum = __fadd_rn(row_sum, exps[i * hc + jj]);
+    o.comb[t] = __fadd_rn(__fdiv_rn(e, row_sum), hc_eps);
   }
   __syncthreads();
   sinkhorn_parallel(o.comb, hc, sinkhorn_iters, hc_eps);
-  if (threadIdx.x == 0) out[r] = o;
+  float* dst = reinterpret_cast<float*>(out + r);
+  for (int i = t; i < kFloats; i += kMixThreads) dst[i] = of[i];
+}
+
+// Blocks (first .. mix) x rows of hc_mix_products_kernel.
+cudaError_t launch_products(const float* x,
+                            int64_t rows,
+                            int64_t hc_dim,
+                            const float* fn,
+                            int mix,
+                            int first,
+                            float* raw,
+                            float* sum_squares,
+                            cudaStream_t s) {
+  if (rows == 0) return cudaSuccess;
+  if (rows > 65535 || mix < 1) return cudaErrorInvalidValue;
+  const size_t smem = static_cast<size_t>(lane_buffer_bytes(hc_dim));
+  cudaError_t e = cudaFuncSetAttribute(
+      hc_mix_products_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (e != cudaSuccess) return e;
+  const dim3 grid(static_cast<unsigned>(mix + 1 - first), static_cast<unsigned>(rows));
+  hc_mix_products_kernel<<<grid, 256, smem, s>>>(x, hc_dim, fn, mix, first, raw, sum_squares);
+  return cudaGetLastError();
 }
 
 }  // namespace
@@ -166,15 +195,12 @@ cudaError_t hc_mix_products(const float* x,
                             float* raw,
                             float* sum_squares,
                             cudaStream_t s) {
-  if (rows == 0) return cudaSuccess;
-  if (rows > 65535 || mix < 1) return cudaErrorInvalidValue;
-  const size_t smem = 2 * static_cast<size_t>(hc_dim) * sizeof(float);
-  cudaError_t e = cudaFuncSetAttribute(
-      hc_mix_products_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-  if (e != cudaSuccess) return e;
-  const dim3 grid(static_cast<unsigned>(mix + 1), static_cast<unsigned>(rows));
-  hc_mix_products_kernel<<<grid, 256, smem, s>>>(x, hc_dim, fn, mix, raw, sum_squares);
-  return cudaGetLastError();
+  return launch_products(x, rows, hc_dim, fn, mix, 0, raw, sum_squares, s);
+}
+
+cudaError_t hc_sum_squares(
+    const float* x, int64_t rows, int64_t hc_dim, float* sum_squares, cudaStream_t s) {
+  return launch_products(x, rows, hc_dim, nullptr, 1, 1, nullptr, sum_squares, s);
 }
 
 cudaError_t hc_mixes(const float* x,

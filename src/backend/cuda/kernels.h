@@ -95,8 +95,9 @@ cudaError_t scale_round_bf16(float* x, int64_t n, float scale, cudaStream_t s);
 
 // --- hc_mixes.cu (bitwise up to exp's last bit) ---
 // The mix product raw [rows, mix] = x . fn^T (fn [mix, hc_dim] f32, unrounded) and the sum of
-// squares of each row of x, in dot_f32's order, one block per (output, row) with both vectors in
-// shared memory; hc_mix_products_fit says whether 2 * hc_dim floats fit a block's.
+// squares of each row of x, in dot_f32's order, one block per (output, row) with the products
+// in shared memory; hc_mix_products_fit says whether 2 * hc_dim floats fit a block's (the kernel
+// needs about half that; the test keeps which products take this path unchanged).
 bool hc_mix_products_fit(int64_t hc_dim);
 cudaError_t hc_mix_products(const float* x,
                             int64_t rows,
@@ -106,6 +107,10 @@ cudaError_t hc_mix_products(const float* x,
                             float* raw,
                             float* sum_squares,
                             cudaStream_t s);
+// The sums of squares alone (the same blocks' o == mix part), for rows whose mix product is
+// dense_gemm's; needs hc_mix_products_fit.
+cudaError_t hc_sum_squares(
+    const float* x, int64_t rows, int64_t hc_dim, float* sum_squares, cudaStream_t s);
 // Block.hc_mixes after the mix product: raw [rows, (2+hc)*hc] holds x . fn (hc_mix_products or
 // dense_gemm with the F32 fn, unrounded); x [rows, hc_dim] gives the RMS factor, from
 // `sum_squares` [rows] when given. hc <= HcCoefficients::kMaxHc.

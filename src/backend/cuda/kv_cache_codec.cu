@@ -1,5 +1,6 @@
-// The generic KV-row codecs (kv_cache_codec.h): one thread per scale block (32 dims in FP8, 16 in
-// FP4), the reference's arithmetic (kernels/ref/kv_codec.cc) with explicitly rounded operations.
+// The generic KV-row codecs (kv_cache_codec.h): one thread per value (the writers: a warp per
+// scale block), the reference's arithmetic (kernels/ref/kv_codec.cc) with explicitly rounded
+// operations.
 // Not tuned: a step writes a few rows per layer, and the exact attention path that decodes is
 // taken only off the V4.1 shape.
 #include "backend/cuda/device_numeric.cuh"
@@ -12,59 +13,61 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float block_amax(const float* x, int n) {
-  float amax = 0.0f;
-  for (int i = 0; i < n; ++i) amax = fmaxf(amax, fabsf(x[i]));
-  return amax;
+// The largest |v| over `width` consecutive lanes (a power of two dividing 32): a max, so the
+// shuffle tree gives the sequential loop's value.
+template <int width>
+__device__ __forceinline__ float lanes_amax(float v) {
+  v = fabsf(v);
+#pragma unroll
+  for (int o = width / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
 }
 
+// One warp per 32-dim scale block, one value per lane (each value's operations are the
+// reference's; only the block's amax is a shuffle tree). Whole warps share a row (dim % 32 ==
+// 0), so they leave together.
 __global__ void write_fp8_kernel(const float* __restrict__ rows,
                                  int64_t num_rows,
                                  int dim,
                                  const int32_t* __restrict__ slots,
                                  uint8_t* __restrict__ pool,
                                  int64_t stride) {
-  const int blocks = dim / 32;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (i >= num_rows * blocks) return;
-  const int64_t r = i / blocks;
-  const int b = static_cast<int>(i % blocks);
+  if (i >= num_rows * dim) return;
+  const int64_t r = i / dim;
+  const int d = static_cast<int>(i % dim);
   const int64_t slot = slots ? slots[r] : r;
   if (slot < 0) return;
-  const float* x = rows + r * dim + 32 * b;
-  const float amax = fmaxf(block_amax(x, 32), 1e-4f);
+  const float v = rows[i];
+  const float amax = fmaxf(lanes_amax<32>(v), 1e-4f);
   const float s = pow2_ceil_scale(__fmul_rn(amax, __fdiv_rn(1.0f, 448.0f)));
   uint8_t* row = pool + slot * stride;
-  for (int k = 0; k < 32; ++k) {
-    const float q = round_e4m3(fminf(fmaxf(__fdiv_rn(x[k], s), -448.0f), 448.0f));
-    row[32 * b + k] = static_cast<uint8_t>(e4m3_code(q));
-  }
-  row[dim + b] = static_cast<uint8_t>(__float_as_uint(s) >> 23);
+  const float q = round_e4m3(fminf(fmaxf(__fdiv_rn(v, s), -448.0f), 448.0f));
+  row[d] = static_cast<uint8_t>(e4m3_code(q));
+  if (d % 32 == 0) row[dim + d / 32] = static_cast<uint8_t>(__float_as_uint(s) >> 23);
 }
 
+// Half a warp per 16-dim block, one value per lane; even lanes pack their odd neighbour's code.
 __global__ void write_fp4_kernel(const float* __restrict__ rows,
                                  int64_t num_rows,
                                  int dim,
                                  const int32_t* __restrict__ slots,
                                  uint8_t* __restrict__ pool,
                                  int64_t stride) {
-  const int blocks = dim / 16;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (i >= num_rows * blocks) return;
-  const int64_t r = i / blocks;
-  const int b = static_cast<int>(i % blocks);
+  if (i >= num_rows * dim) return;
+  const int64_t r = i / dim;
+  const int d = static_cast<int>(i % dim);
   const int64_t slot = slots ? slots[r] : r;
   if (slot < 0) return;
-  const float* x = rows + r * dim + 16 * b;
-  const float amax = fmaxf(block_amax(x, 16), __fmul_rn(6.0f, 0.001953125f));  // 6 * 2^-9
+  const float v = rows[i];
+  const float amax = fmaxf(lanes_amax<16>(v), __fmul_rn(6.0f, 0.001953125f));  // 6 * 2^-9
   const float s = round_e4m3(__fdiv_rn(amax, 6.0f));
   uint8_t* row = pool + slot * stride;
-  for (int k = 0; k < 8; ++k) {
-    const uint32_t lo = e2m1_code(fminf(fmaxf(__fdiv_rn(x[2 * k], s), -6.0f), 6.0f));
-    const uint32_t hi = e2m1_code(fminf(fmaxf(__fdiv_rn(x[2 * k + 1], s), -6.0f), 6.0f));
-    row[8 * b + k] = static_cast<uint8_t>(lo | (hi << 4));
-  }
-  row[dim / 2 + b] = static_cast<uint8_t>(e4m3_code(s));
+  const uint32_t code = e2m1_code(fminf(fmaxf(__fdiv_rn(v, s), -6.0f), 6.0f));
+  const uint32_t hi = __shfl_down_sync(0xffffffffu, code, 1);
+  if (d % 2 == 0) row[d / 2] = static_cast<uint8_t>(code | (hi << 4));
+  if (d % 16 == 0) row[dim / 2 + d / 16] = static_cast<uint8_t>(e4m3_code(s));
 }
 
 // One thread per output value.
@@ -143,11 +146,11 @@ cudaError_t write_kv_rows(const float* rows,
   if (num_rows == 0) return cudaSuccess;
   const int64_t stride = kv_row_stride(format, dim);
   if (format == KvFormat::kFp8) {
-    write_fp8_kernel<<<grid(num_rows * (dim / 32)), kThreads, 0, stream>>>(rows, num_rows, dim,
-                                                                           slots, pool, stride);
+    write_fp8_kernel<<<grid(num_rows * dim), kThreads, 0, stream>>>(rows, num_rows, dim, slots,
+                                                                    pool, stride);
   } else {
-    write_fp4_kernel<<<grid(num_rows * (dim / 16)), kThreads, 0, stream>>>(rows, num_rows, dim,
-                                                                           slots, pool, stride);
+    write_fp4_kernel<<<grid(num_rows * dim), kThreads, 0, stream>>>(rows, num_rows, dim, slots,
+                                                                    pool, stride);
   }
   return cudaGetLastError();
 }

@@ -46,6 +46,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes,
                                            // dense_staged (< 2K outputs, K % 8 == 0)
                                            LinearCase{WeightFormat::kBF16, 1, 300, 5120, true},
                                            LinearCase{WeightFormat::kBF16, 8, 64, 1024, false},
+                                           LinearCase{WeightFormat::kBF16, 2, 40, 136, true},
+                                           LinearCase{WeightFormat::kF32, 3, 20, 72, false},
                                            // dense_gemv (>= 16K outputs, K % 32 == 0, <= 8
                                            // rows; 7 = 4 + 3)
                                            LinearCase{WeightFormat::kBF16, 7, 16400, 256, true},
@@ -106,13 +108,20 @@ TEST_F(CudaOpsTest, FakeQuantMatchesCpuBitwise) {
     gpu_->fake_quant_fp4({gpu.data(), 5, 256}, kind);
     expect_bitwise(gpu, cpu, "fake_quant_fp4");
   }
+  // An odd number of 16-blocks: the last warp's upper half has no block (a lane per element).
+  auto x = random_rows(3 * 48, 23, 0.7f);
+  auto cpu = x, gpu = x;
+  cpu_.fake_quant_fp4({cpu.data(), 3, 48}, Fp4ScaleKind::kE4m3Block16);
+  gpu_->fake_quant_fp4({gpu.data(), 3, 48}, Fp4ScaleKind::kE4m3Block16);
+  expect_bitwise(gpu, cpu, "fake_quant_fp4 odd blocks");
 }
 
 TEST_F(CudaOpsTest, RmsNormAndHyperConnectionsMatchCpuBitwise) {
   const int64_t rows = 7;
-  // 5123: a tail past the 8-lane chains (staged, unaligned rows); 5120: staged with wide loads;
-  // 9001: too wide to stage, the chains read global memory.
-  for (int64_t cols : {5123, 5120, 9001}) {
+  // 5123: a tail past the 8-lane chains (unaligned rows); 5120: V4.1's width; 8192: the widest
+  // row held in registers; 130: chains of 16 steps and a scalar one; 9001: too wide to hold, the
+  // chains read global memory.
+  for (int64_t cols : {5123, 5120, 8192, 130, 9001}) {
     auto x = random_rows(static_cast<size_t>(rows * cols), 31);
     auto w = random_rows(static_cast<size_t>(cols), 32);
     Rows cpu(x.size()), gpu(x.size());

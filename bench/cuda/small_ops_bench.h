@@ -1,0 +1,11 @@
+// The small row kernels of a decode step (rms_norm, the mHC mixes, dense_staged) vs their byte
+// floor, with an output hash per row (cuda_kernels_bench --small-ops).
+#pragma once
+
+#include "util/status.h"
+
+namespace di::bench {
+
+Status run_small_ops_bench();
+
+}  // namespace di::bench
