@@ -4,7 +4,9 @@
 // GEMM kernel alone (launched as CudaOps::linear would: skinny_gemm_pick), every skinny tile
 // variant, the previous decode kernel (block_scaled_gemm), and act_quant + skinny GEMM together.
 // MoE rows: moe_routed's launches for T tokens; bytes = the distinct experts' FP4 weights and
-// scales actually touched, plus x in and out. Timings are CUDA-graph replays of 20 launches (launch
+// scales actually touched, plus x in and out; FLOPs = 2 T topk 3 dim inter over the bf16 peak
+// (cuBLASLt 8192^3, measured here); the exact (CUDA-core) path up to 256 tokens, the tensor
+// path (moe_grouped_tc.cu) also at 4,096. Timings are CUDA-graph replays of 20 launches (launch
 // gaps as a captured decode step would have them); weights rotate through > 4x the L2 size.
 #include "cuda/decode_bench.h"
 
@@ -23,6 +25,7 @@
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/moe_grouped.h"
 #include "cuda/bench_util.h"
+#include "cuda/cublaslt_gemm.h"
 
 namespace di::bench {
 namespace {
@@ -169,7 +172,8 @@ Status bench_dense(const Shape& sh, const std::vector<int64_t>& rows_list, int r
 }
 
 // Routed experts at V4.1 shapes for `tokens` tokens with uniformly random top-k routing.
-Status bench_moe(const std::vector<int64_t>& token_list, int reps, double bw, bool sweep = true) {
+Status bench_moe(
+    const std::vector<int64_t>& token_list, int reps, double bw, double flops, bool sweep = true) {
   namespace bc = backend::cuda;
   const int E = 384, topk = 6;
   const int64_t dim = 5120, inter = 2304;
@@ -241,32 +245,47 @@ Status bench_moe(const std::vector<int64_t>& token_list, int reps, double bw, bo
     a.shared = shared;
     a.out = out;
     const double bytes = touched * static_cast<double>(per_expert) + 4.0 * T * dim * 2;
-    const double floor_us = bytes / bw * 1e6;
-    std::string notes = "variants (8/16/32 cols x 1, 2 CTAs/SM; 16/32 x 2 CTAs, 4 pairs):";
-    double pick_us = 0;
-    for (int v = -1; v < (sweep ? bc::kMoeVariants : 0); ++v) {
-      a.tile_variant = v;
-      DI_ASSIGN_OR_RETURN(double us, graph_us(reps, [&](int i, cudaStream_t st) {
-                            bc::MoeRoutedArgs c = a;
-                            c.experts = ex[i % kTables];
-                            c.weights = wt[i % kTables];
-                            return bc::moe_routed(c, scratch, st);
-                          }));
-      if (v < 0) {
-        pick_us = us;
-      } else {
-        char b[24];
-        std::snprintf(b, sizeof b, " %.1f", us);
-        notes += b;
+    const double byte_us = bytes / bw * 1e6;
+    const double flop_us = 2.0 * T * topk * 3 * dim * inter / flops * 1e6;
+    const double floor_us = std::max(byte_us, flop_us);
+    for (const bool tc : {false, true}) {
+      if (!tc && T > 256) continue;  // the CUDA-core path at prefill sizes: seconds per graph
+      a.tensor_cores = tc;
+      std::string notes = tc ? "rows per unit 8/16/32:" : "CUDA cores (moe_routed_pick)";
+      double pick_us = 0;
+      // The CUDA-core variants' sweep is in session 6's table; only the tensor path sweeps here.
+      for (int v = -1; v < (sweep && tc ? bc::kMoeTcVariants : 0); ++v) {
+        a.tile_variant = v;
+        DI_ASSIGN_OR_RETURN(double us, graph_us(reps, [&](int i, cudaStream_t st) {
+                              bc::MoeRoutedArgs c = a;
+                              c.experts = ex[i % kTables];
+                              c.weights = wt[i % kTables];
+                              return bc::moe_routed(c, scratch, st);
+                            }));
+        if (v < 0) {
+          pick_us = us;
+        } else {
+          char b[24];
+          std::snprintf(b, sizeof b, " %.1f", us);
+          notes += b;
+        }
       }
+      std::printf(
+          "| moe_routed fp4 E=384 top-6 5120/2304, %s | %lld | %.1f | %.1f | %.2f | byte floor "
+          "%.1f, FLOP floor %.1f us (%.0f TFLOP/s); %.1f experts touched (%.0f MB); %s |\n",
+          tc ? "tensor" : "exact", static_cast<long long>(T), pick_us, floor_us, floor_us / pick_us,
+          byte_us, flop_us, 2.0 * T * topk * 3 * dim * inter / pick_us / 1e6, touched, bytes / 1e6,
+          notes.c_str());
     }
-    std::printf(
-        "| moe_routed fp4 E=384 top-6 5120/2304 | %lld | %.1f | %.1f | %.2f | %.1f experts "
-        "touched (%.0f MB); %s |\n",
-        static_cast<long long>(T), pick_us, floor_us, floor_us / pick_us, touched, bytes / 1e6,
-        notes.c_str());
   }
   return {};
+}
+
+// The bf16 tensor rate the FLOP floors divide by: cuBLASLt at 8192^3, as kernels_bench.cc.
+Expected<double> bf16_peak() {
+  const int64_t s = 8192;
+  DI_ASSIGN_OR_RETURN(double ms, time_cublaslt_gemm(LtType::kBF16, s, s, s, 20));
+  return 2.0 * s * s * s / (ms * 1e-3);
 }
 
 }  // namespace
@@ -293,11 +312,14 @@ Status run_profile_launches() {
 
 Status run_moe_bench(bool sweep) {
   DI_ASSIGN_OR_RETURN(double bw, copy_bandwidth());
-  std::printf("\nrouted experts: copy %.0f GB/s (read+write); us per launch (graph replay)\n\n",
-              bw / 1e9);
+  DI_ASSIGN_OR_RETURN(double flops, bf16_peak());
+  std::printf(
+      "\nrouted experts: copy %.0f GB/s (read+write), bf16 %.0f TFLOP/s; us per launch (graph "
+      "replay)\n\n",
+      bw / 1e9, flops / 1e12);
   std::printf(
       "| kernel | tokens | us | floor us | floor/time | notes |\n|---|---|---|---|---|---|\n");
-  return bench_moe({1, 8, 64, 256}, 5, bw, sweep);
+  return bench_moe({1, 8, 64, 256, 4096}, 5, bw, flops, sweep);
 }
 
 Status run_decode_bench(bool quick) {
@@ -328,7 +350,9 @@ Status run_decode_bench(bool quick) {
   }
   std::printf(
       "\n| kernel | tokens | us | floor us | floor/time | notes |\n|---|---|---|---|---|---|\n");
-  return bench_moe({1, 8, 64, 256}, reps, bw);
+  DI_ASSIGN_OR_RETURN(double flops, bf16_peak());
+  std::printf("\nbf16 peak (cuBLASLt 8192^3): %.0f TFLOP/s\n", flops / 1e12);
+  return bench_moe({1, 8, 64, 256, 4096}, reps, bw, flops);
 }
 
 }  // namespace di::bench

@@ -80,10 +80,13 @@ double decode_weight_bytes(const model::ModelConfig& c, int batch) {
   return bytes;
 }
 
-// Per decode step: each op's calls, device time and host (enqueue) time, and the totals next to
-// the measured step time; the gap is where the device waited for the host.
-void print_op_profile(const std::vector<backend::OpTime>& profile, int steps, double seconds) {
-  std::printf("ops per decode step (device and host time of each op, us):\n");
+// Per step (`what`: decode or prefill): each op's calls, device time and host (enqueue) time, and
+// the totals next to the measured step time; the gap is where the device waited for the host.
+void print_op_profile(const char* what,
+                      const std::vector<backend::OpTime>& profile,
+                      int steps,
+                      double seconds) {
+  std::printf("ops per %s step (device and host time of each op, us):\n", what);
   std::printf("  %-18s %8s %10s %10s\n", "op", "calls", "device", "host");
   double device = 0, host = 0;
   for (const auto& t : profile) {
@@ -218,7 +221,8 @@ int run_bench_command(int argc, char** argv) {
   std::vector<float> replay_logits;
   if (replay_tail > 0) replay_logits = last_logits;
   const uint64_t syncs_before_decode = ops.host_syncs();
-  (void)ops.take_op_profile();  // the prefill's ops are not reported
+  // The prefill's ops are reported only when no decode step follows.
+  const std::vector<backend::OpTime> prefill_profile = ops.take_op_profile();
   for (int i = 0; s.ok() && i < decode_steps; ++i) s = step(1, &decode_s, &decode_cpu);
   const uint64_t decode_syncs = ops.host_syncs() - syncs_before_decode;
   const std::vector<backend::OpTime> profile = ops.take_op_profile();
@@ -285,8 +289,11 @@ int run_bench_command(int argc, char** argv) {
     if (profile.empty()) {
       std::printf("ops per decode step: the %s backend does not profile its ops\n", ops.name());
     } else {
-      print_op_profile(profile, decode_steps, decode_s);
+      print_op_profile("decode", profile, decode_steps, decode_s);
     }
+  }
+  if (backend_opts.profile_ops && decode_steps == 0 && !prefill_profile.empty()) {
+    print_op_profile("prefill", prefill_profile, 1, prefill_s);
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 // CudaOps::fused_moe: the routed MoE of one layer without leaving the device (router product and
-// top-k, moe_grouped.h's routing plan, grouped FP4 expert GEMMs and the combine with the shared
-// expert), so a decode step spends no host wait on it unless the caller asks for the decision.
+// top-k, moe_grouped.h's routing plan, grouped FP4 expert GEMMs on CUDA or tensor cores by the
+// GEMM path, and the combine with the shared expert), so a decode step spends no host wait on it
+// unless the caller asks for the decision.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -58,6 +59,9 @@ bool CudaOps::fused_moe(ConstRowsView x,
   if (!cuda::moe_routed_supports(args)) return false;
 
   Impl& m = *impl_;
+  // The tensor (and wgmma) GEMM paths run the experts on tensor cores (moe_grouped_tc.cu, within
+  // tolerance of the CPU); the exact path keeps the CPU's bits.
+  args.tensor_cores = m.gemm != CudaGemm::kExact;
   m.run("fused_moe", [&]() -> Status {
     // The experts' device pointers, as six device arrays (w1, w3, w2 data; then their scales).
     auto it = m.expert_tables.find(experts.w1[0].data);

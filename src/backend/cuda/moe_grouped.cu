@@ -36,16 +36,6 @@ struct Shape {
   static constexpr int kBudget = skinny::Mode<kCtas>::kBudget;
 };
 
-// ops.swiglu for one element (elementwise.cu's swiglu_kernel).
-__device__ __forceinline__ float swiglu_one(float gate, float up, float rw, float limit) {
-  if (limit > 0) {
-    up = fminf(fmaxf(up, -limit), limit);
-    gate = fminf(gate, limit);
-  }
-  const float silu = __fdiv_rn(gate, __fadd_rn(1.0f, exp_f32(-gate)));
-  return round_bf16(__fmul_rn(rw, __fmul_rn(silu, up)));
-}
-
 // One item of a CTA: its matrices' weight rows and scales (w1 and w3, or w2), first slot, rows
 // and column tile.
 template <int kMats>
@@ -128,7 +118,7 @@ __global__ void __launch_bounds__(kThreads, kCtas) moe_up_kernel(GemmArgs a) {
     }
     const I& it = table[s >> 1];
     const int64_t col = int64_t{it.tile} * CW + c, slot = it.slot0 + m;
-    const float v = swiglu_one(gate, round_bf16(acc), a.p.weight_of[slot], a.limit);
+    const float v = moe::swiglu_one(gate, round_bf16(acc), a.p.weight_of[slot], a.limit);
     if constexpr (CW == 32) {
       moe::quantize_lane(v, a.out_q + slot * a.N + col, a.out_scale + slot * (a.N / 32) + col / 32);
     } else {
@@ -234,24 +224,6 @@ Sizing size_gemm(int64_t pairs, int num_experts, int64_t N, int rpp, int sms) {
   return z;
 }
 
-// A launch that may start while the previous kernel in the stream drains (programmatic
-// dependent launch); the kernel waits (griddepcontrol.wait) before reading that kernel's output.
-template <class... P, class... A>
-cudaError_t launch_pdl(
-    void (*kernel)(P...), dim3 grid, dim3 block, int smem, cudaStream_t st, A&&... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-  cfg.stream = st;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
-}
-
 template <int CW, int kCtas, int P>
 cudaError_t launch_all(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st) {
   using M = Shape<CW, kCtas, P>;
@@ -269,9 +241,10 @@ cudaError_t launch_all(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st
     if (rpp == 1 || (up.smem <= M::kBudget && down.smem <= M::kBudget)) break;
   }
   const int64_t x_blocks = a.tokens * a.dim / 32;
-  const moe::PlanArgs pa{
-      a.experts, a.weights, static_cast<int>(pairs), a.topk, a.num_experts, rpp, a.x, x_blocks,
-      s.qx,      s.sx};
+  const moe::PlanArgs pa{a.experts, a.weights,     static_cast<int>(pairs),
+                         a.topk,    a.num_experts, rpp,
+                         a.x,       x_blocks,      s.qx,
+                         s.sx,      nullptr};
   const int64_t qctas = std::min<int64_t>((x_blocks + 31) / 32, 256);
   moe::plan_kernel<<<static_cast<unsigned>(1 + qctas), moe::kPlanThreads, 0, st>>>(pa, s.plan);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
@@ -294,7 +267,7 @@ cudaError_t launch_all(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st
   e = cudaFuncSetAttribute(moe_up_kernel<CW, kCtas, P>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            up.smem);
   if (e == cudaSuccess) {
-    e = launch_pdl(moe_up_kernel<CW, kCtas, P>, dim3(up.grid), dim3(kThreads), up.smem, st, g);
+    e = moe::launch_pdl(moe_up_kernel<CW, kCtas, P>, dim3(up.grid), dim3(kThreads), up.smem, st, g);
   }
   if (e != cudaSuccess) return e;
   if (CW != 32 && (e = quantize_fp8(s.h, pairs, a.inter, s.qh, s.sh, st)) != cudaSuccess) return e;
@@ -312,14 +285,14 @@ cudaError_t launch_all(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st
   e = cudaFuncSetAttribute(moe_down_kernel<CW, kCtas, P>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, down.smem);
   if (e == cudaSuccess) {
-    e = launch_pdl(moe_down_kernel<CW, kCtas, P>, dim3(down.grid), dim3(kThreads), down.smem, st,
-                   d);
+    e = moe::launch_pdl(moe_down_kernel<CW, kCtas, P>, dim3(down.grid), dim3(kThreads), down.smem,
+                        st, d);
   }
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>((a.dim + 255) / 256), static_cast<unsigned>(a.tokens));
-  return launch_pdl(moe::combine_kernel, grid, dim3(256), 0, st, a.experts,
-                    static_cast<const int32_t*>(s.plan.slot_of), a.topk, a.dim,
-                    static_cast<const float*>(s.y), a.shared, a.out);
+  return moe::launch_pdl(moe::combine_kernel, grid, dim3(256), 0, st, a.experts,
+                         static_cast<const int32_t*>(s.plan.slot_of), a.topk, a.dim,
+                         static_cast<const float*>(s.y), a.shared, a.out);
 }
 
 }  // namespace
@@ -332,7 +305,8 @@ bool moe_routed_supports(const MoeRoutedArgs& a) {
 
 size_t moe_routed_scratch_bytes(
     int64_t tokens, int topk, int num_experts, int64_t dim, int64_t inter) {
-  return carve(nullptr, tokens, topk, num_experts, dim, inter, nullptr);
+  return std::max(carve(nullptr, tokens, topk, num_experts, dim, inter, nullptr),
+                  moe_routed_tc_scratch_bytes(tokens, topk, num_experts, dim, inter));
 }
 
 int moe_routed_pick(int64_t tokens, int topk, int num_experts) {
@@ -346,6 +320,7 @@ int moe_routed_pick(int64_t tokens, int topk, int num_experts) {
 cudaError_t moe_routed(const MoeRoutedArgs& a, void* scratch, cudaStream_t st) {
   if (a.tokens == 0) return cudaSuccess;
   if (!moe_routed_supports(a)) return cudaErrorInvalidValue;
+  if (a.tensor_cores) return moe_routed_tc(a, scratch, st);
   Scratch s{};
   carve(scratch, a.tokens, a.topk, a.num_experts, a.dim, a.inter, &s);
   switch (a.tile_variant >= 0 ? a.tile_variant : moe_routed_pick(a.tokens, a.topk, a.num_experts)) {

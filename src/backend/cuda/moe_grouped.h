@@ -13,7 +13,9 @@
 // Numerics: per (token, expert) the CPU's linear -> swiglu -> linear sequence bit for bit, except
 // swiglu's exp (correctly rounded here, glibc's expf on the CPU: see device_numeric.cuh). The
 // combine adds each token's expert outputs in ascending expert index into an fp32 sum from 0,
-// then the shared expert's output, then rounds to bf16, as Model::moe does.
+// then the shared expert's output, then rounds to bf16, as Model::moe does. With tensor_cores
+// (the `tensor` GEMM path) the expert GEMMs are moe_grouped_tc.cu's f16 MMA block sums instead
+// of the 8-lane fp32 ones: within tolerance of the CPU (equal on every random test so far).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -41,6 +43,11 @@ struct MoeRoutedArgs {
   const float* shared = nullptr;  // [tokens, dim] shared expert output (bf16 values), or null
   float* out = nullptr;           // [tokens, dim] bf16 values
   int tile_variant = -1;          // 0..kMoeVariants-1 (below); -1: moe_routed_pick
+  // The `tensor` GEMM path's experts (moe_grouped_tc.cu): f16 tensor-core block sums, within
+  // tolerance of the CPU instead of bitwise; tile_variant then picks 8, 16 or 32 rows per unit
+  // with 4 warps of 32 features (0-2) or 8 warps of 16 (3-5), all bitwise equal; -1:
+  // moe_routed_tc_pick.
+  bool tensor_cores = false;
 };
 
 // Tile variants, all bitwise equal: 8, 16, 32 columns per CTA at one CTA per SM (0-2), the same
@@ -49,11 +56,19 @@ struct MoeRoutedArgs {
 inline constexpr int kMoeVariants = 8;
 int moe_routed_pick(int64_t tokens, int topk, int num_experts);
 
+inline constexpr int kMoeTcVariants = 6;
+int moe_routed_tc_pick(int64_t tokens, int topk, int num_experts);
+
 // Whether the shapes are supported (dim and inter multiples of 128, topk <= 16, experts <= 1024).
 bool moe_routed_supports(const MoeRoutedArgs& a);
-// Device scratch that moe_routed needs (256-byte aligned pieces).
+// Device scratch that moe_routed needs on either path (256-byte aligned pieces).
 size_t moe_routed_scratch_bytes(
     int64_t tokens, int topk, int num_experts, int64_t dim, int64_t inter);
 cudaError_t moe_routed(const MoeRoutedArgs& a, void* scratch, cudaStream_t s);
+
+// The tensor-core path's share of the above (moe_routed dispatches to it).
+size_t moe_routed_tc_scratch_bytes(
+    int64_t tokens, int topk, int num_experts, int64_t dim, int64_t inter);
+cudaError_t moe_routed_tc(const MoeRoutedArgs& a, void* scratch, cudaStream_t s);
 
 }  // namespace di::backend::cuda

@@ -6,7 +6,11 @@
 // host. The same launch quantizes the FFN input (act_quant) in its other CTAs, one launch fewer.
 #pragma once
 
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
 #include <cstdint>
+#include <utility>
 
 #include "backend/cuda/bulk_copy.cuh"
 #include "backend/cuda/device_numeric.cuh"
@@ -33,13 +37,39 @@ __device__ __forceinline__ float warp_amax(float v) {
   return v;
 }
 
-// act_quant of one 32-block held one element per lane (quantize_fp8_kernel's operations): lane
-// 0 stores the scale; every lane its e4m3 value (as a float).
+// act_quant's scale for a 32-block whose max |v| is amax, and v's e4m3 value under it
+// (quantize_fp8_kernel's operations).
+__device__ __forceinline__ float act_scale(float amax) {
+  return pow2_ceil_scale(__fmul_rn(fmaxf(amax, 1e-4f), __fdiv_rn(1.0f, 448.0f)));
+}
+__device__ __forceinline__ float act_value(float v, float s) {
+  return round_e4m3(fminf(fmaxf(__fdiv_rn(v, s), -448.0f), 448.0f));
+}
+
+// act_quant of one 32-block held one element per lane: lane 0 stores the scale; every lane its
+// e4m3 value (as a float).
 __device__ __forceinline__ void quantize_lane(float v, float* q, float* scale) {
-  const float amax = fmaxf(warp_amax(fabsf(v)), 1e-4f);
-  const float s = pow2_ceil_scale(__fmul_rn(amax, __fdiv_rn(1.0f, 448.0f)));
+  const float s = act_scale(warp_amax(fabsf(v)));
   if (threadIdx.x % 32 == 0) *scale = s;
-  *q = round_e4m3(fminf(fmaxf(__fdiv_rn(v, s), -448.0f), 448.0f));
+  *q = act_value(v, s);
+}
+
+// The tensor-core expert GEMMs (moe_grouped_tc.cu) read act_quant values as f16 (e4m3 values are
+// exact in f16) in "MMA order": inside each 8-wide group the element at offset j sits at
+// position mma_pos(j), so that one 16-byte load gives a thread its m16n8k16 B fragments for
+// both k16 halves of a 32-block (pairs (0,4), (1,5), (2,6), (3,7)).
+__device__ __forceinline__ int mma_pos(int j) {
+  return (j & ~7) | ((j & 3) << 1) | ((j >> 2) & 1);
+}
+
+// ops.swiglu for one element (elementwise.cu's swiglu_kernel), times the routing weight.
+__device__ __forceinline__ float swiglu_one(float gate, float up, float rw, float limit) {
+  if (limit > 0) {
+    up = fminf(fmaxf(up, -limit), limit);
+    gate = fminf(gate, limit);
+  }
+  const float silu = __fdiv_rn(gate, __fadd_rn(1.0f, exp_f32(-gate)));
+  return round_bf16(__fmul_rn(rw, __fmul_rn(silu, up)));
 }
 
 __device__ __forceinline__ int2 warp_inclusive_scan(int2 v) {
@@ -61,6 +91,7 @@ struct PlanArgs {
   const float* x;  // [tokens, dim] FFN input, quantized by CTAs 1..: q, scales
   int64_t x_blocks;
   float *qx, *sx;
+  uint16_t* qx16;  // non-null: the values as f16 in MMA order (mma_pos) instead of qx
 };
 
 // CTA 0: the plan. CTAs 1..: act_quant of x, one warp per 32-block. The next kernel (the grouped
@@ -73,7 +104,14 @@ static __global__ void __launch_bounds__(kPlanThreads) plan_kernel(PlanArgs a, P
     const int64_t warps = int64_t{gridDim.x - 1} * (kPlanThreads / 32);
     for (int64_t b = int64_t{blockIdx.x - 1} * (kPlanThreads / 32) + warp; b < a.x_blocks;
          b += warps) {
-      quantize_lane(a.x[b * 32 + lane], a.qx + b * 32 + lane, a.sx + b);
+      const float v = a.x[b * 32 + lane];
+      if (a.qx16) {
+        const float s = act_scale(warp_amax(fabsf(v)));
+        if (lane == 0) a.sx[b] = s;
+        a.qx16[b * 32 + mma_pos(lane)] = __half_as_ushort(__float2half_rn(act_value(v, s)));
+      } else {
+        quantize_lane(v, a.qx + b * 32 + lane, a.sx + b);
+      }
     }
     return;
   }
@@ -121,6 +159,24 @@ static __global__ void __launch_bounds__(kPlanThreads) plan_kernel(PlanArgs a, P
     }
     p.slot_of[i] = slot;
   }
+}
+
+// A launch that may start while the previous kernel in the stream drains (programmatic
+// dependent launch); the kernel waits (griddepcontrol.wait) before reading that kernel's output.
+template <class... P, class... A>
+cudaError_t launch_pdl(
+    void (*kernel)(P...), dim3 grid, dim3 block, int smem, cudaStream_t st, A&&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
+  cfg.stream = st;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
 }
 
 }  // namespace di::backend::cuda::moe

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/moe_grouped.h"
+#include "cuda_moe_ref.h"
 #include "cuda_test_util.h"
 
 namespace di::backend::testing {
@@ -92,57 +93,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes,
                                            SkinnyCase{WeightFormat::kFP4, 11, 4000, 384}),
                          skinny_case_name);
 
-struct MoeCase {
-  int64_t tokens;
-  int experts, topk;
-  int64_t dim, inter;
-  float limit;
-};
-
 class CudaMoe : public CudaOpsTest, public ::testing::WithParamInterface<MoeCase> {};
-
-// model/moe.cc's expert loop and combine, with CpuOps.
-std::vector<float> cpu_moe(const CpuOps& ops,
-                           const MoeCase& c,
-                           const std::vector<float>& x,
-                           const std::vector<int32_t>& experts,
-                           const std::vector<float>& weights,
-                           const std::vector<RandomWeight>& w1,
-                           const std::vector<RandomWeight>& w3,
-                           const std::vector<RandomWeight>& w2,
-                           const std::vector<float>& shared) {
-  std::vector<float> acc(static_cast<size_t>(c.tokens * c.dim), 0.0f);
-  for (int e = 0; e < c.experts; ++e) {
-    std::vector<int64_t> rows;
-    std::vector<float> ws, xs;
-    for (int64_t r = 0; r < c.tokens; ++r) {
-      for (int k = 0; k < c.topk; ++k) {
-        if (experts[static_cast<size_t>(r * c.topk + k)] != e) continue;
-        rows.push_back(r);
-        ws.push_back(weights[static_cast<size_t>(r * c.topk + k)]);
-        xs.insert(xs.end(), x.begin() + r * c.dim, x.begin() + (r + 1) * c.dim);
-      }
-    }
-    if (rows.empty()) continue;
-    const int64_t n = static_cast<int64_t>(rows.size());
-    std::vector<float> g(static_cast<size_t>(n * c.inter)), u(g.size()), y(xs.size());
-    ops.linear({xs.data(), n, c.dim}, w1[static_cast<size_t>(e)].view, {g.data(), n, c.inter},
-               true);
-    ops.linear({xs.data(), n, c.dim}, w3[static_cast<size_t>(e)].view, {u.data(), n, c.inter},
-               true);
-    ops.swiglu({g.data(), n, c.inter}, {u.data(), n, c.inter}, ws.data(), c.limit,
-               {g.data(), n, c.inter});
-    ops.linear({g.data(), n, c.inter}, w2[static_cast<size_t>(e)].view, {y.data(), n, c.dim}, true);
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t d = 0; d < c.dim; ++d) {
-        acc[static_cast<size_t>(rows[static_cast<size_t>(i)] * c.dim + d)] +=
-            y[static_cast<size_t>(i * c.dim + d)];
-      }
-    }
-  }
-  for (size_t i = 0; i < acc.size(); ++i) acc[i] = round_bf16(acc[i] + shared[i]);
-  return acc;
-}
 
 TEST_P(CudaMoe, RoutedExpertsAndCombineMatchCpu) {
   const MoeCase c = GetParam();
@@ -220,6 +171,26 @@ TEST_P(CudaMoe, RoutedExpertsAndCombineMatchCpu) {
       first = gpu;
     } else {
       expect_bitwise(gpu, first, "tile variants agree");
+    }
+  }
+  // The tensor path (moe_grouped_tc.cu): within the tensor GEMM tests' tolerance of the CPU, every
+  // output written, all row-per-unit variants bitwise equal.
+  a.tensor_cores = true;
+  for (int v = -1; v < cuda::kMoeTcVariants; ++v) {
+    a.tile_variant = v;
+    ASSERT_EQ(cudaMemset(a.out, 0xff, cpu.size() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cuda::moe_routed(a, scratch, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    auto gpu = download(a.out, cpu.size());
+    if (v < 0) {
+      for (size_t i = 0; i < cpu.size(); ++i) ASSERT_FALSE(std::isnan(gpu[i])) << "element " << i;
+      const double rel = relative_error(gpu, cpu);
+      std::printf("moe tensor path (%lld tokens, %d experts): relative L2 error %.3g\n",
+                  static_cast<long long>(c.tokens), c.experts, rel);
+      EXPECT_LT(rel, 1e-2);
+      first = gpu;
+    } else {
+      expect_bitwise(gpu, first, "tensor-core row variants agree");
     }
   }
 }
