@@ -9,6 +9,7 @@
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/mma_bf16.cuh"
+#include "backend/cuda/mma_e4m3.cuh"
 
 namespace di::backend::cuda {
 
@@ -105,6 +106,163 @@ __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16
   }
 }
 
+// --- The shared-tile kernel for many rows ---
+// The row-group kernel reads each weight tile once per 64 rows and each x row once per 16
+// features (from L2), so at 64-256 rows it is bound by those re-reads, not by the tensor cores.
+// Here a CTA stages a 128-feature x 64-K weight tile and a 64-row x 64-K x tile in shared memory
+// (cp.async, kStages deep) and 8 warps multiply them, each 32 features x 32 rows. Every output
+// runs exactly the row-group kernel's arithmetic: the same K permutation within each 32-wide
+// chunk, the same two MMAs per chunk in K order, a fresh chain per K part (k_splits) and the
+// parts added in part order, so both kernels give the same bits for every output.
+constexpr int kTileF = 128, kTileT = 64, kTileK = 64, kStages = 3;
+constexpr int kTiledThreads = 256;
+// One stage: [2 chunks][kTileF rows][32] weights, then [2 chunks][kTileT rows][32] x; a row of a
+// chunk is 64 contiguous bytes, so the 16-byte fragment loads of a quarter warp (2 rows x 4
+// lanes) cover 128 distinct bytes: no bank conflicts.
+constexpr int kStageW = 2 * kTileF * 32, kStageX = 2 * kTileT * 32;  // bf16 elements
+constexpr size_t kTiledSmem =
+    size_t{kStages} * (kStageW + kStageX) * sizeof(uint16_t) + kTiledThreads * 32 * sizeof(float);
+
+__device__ __forceinline__ uint4 lds16(const uint16_t* p) {
+  return *reinterpret_cast<const uint4*>(p);
+}
+
+__global__ void __launch_bounds__(kTiledThreads, 2)
+    dense_bf16_tc_tiled_kernel(const uint16_t* __restrict__ x,
+                               int64_t rows,
+                               const uint16_t* __restrict__ w,
+                               int64_t n_out,
+                               int64_t k,
+                               int64_t k_part,
+                               int64_t group_out,
+                               int64_t x_stride,
+                               float* __restrict__ y,
+                               bool round) {
+  extern __shared__ __align__(16) uint16_t smem[];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
+  const int wf = (warp % 4) * 32, wt = (warp / 4) * 32;  // the warp's first feature and row
+  // Row tiles vary fastest, so the CTAs sharing a weight tile run together and the second reads
+  // it from L2.
+  const int64_t t_base = static_cast<int64_t>(blockIdx.x) * kTileT;
+  const int64_t f_base = static_cast<int64_t>(blockIdx.y) * kTileF;
+  const uint16_t* xg = x + (f_base / group_out) * k;  // host checks group_out % kTileF == 0
+  const int stages = static_cast<int>((k + kTileK - 1) / kTileK);
+
+  // Each thread copies 16-byte piece c of rows r0, r0 + 32, ... of both tiles: one base pointer
+  // per tile, advanced by 32 rows and by K (few registers next to the 64 accumulators).
+  const int r0 = tid / 8, c = tid % 8;
+  const uint16_t* wp = w + (f_base + r0) * k + c * 8;
+  const uint16_t* xp = xg + (t_base + r0) * x_stride + c * 8;
+  const int s_off = r0 * 32 + (c % 4) * 8;
+  auto load_stage = [&](int s) {
+    uint16_t* sw = smem + (s % kStages) * (kStageW + kStageX);
+    uint16_t* sx = sw + kStageW;
+    const int64_t k0 = static_cast<int64_t>(s) * kTileK;
+    const bool k_ok = k0 + (c / 4) * 32 < k;  // the stage's second chunk may lie past K
+#pragma unroll
+    for (int i = 0; i < kTileF / 32; ++i) {
+      const bool ok = k_ok && f_base + r0 + 32 * i < n_out;
+      cp_async16(sw + (c / 4) * kTileF * 32 + s_off + i * 32 * 32, ok ? wp + 32 * i * k + k0 : w,
+                 ok ? 16 : 0);
+    }
+#pragma unroll
+    for (int i = 0; i < kTileT / 32; ++i) {
+      const bool ok = k_ok && t_base + r0 + 32 * i < rows;
+      cp_async16(sx + (c / 4) * kTileT * 32 + s_off + i * 32 * 32,
+                 ok ? xp + 32 * i * x_stride + k0 : x, ok ? 16 : 0);
+    }
+  };
+
+  // The sum of the finished K parts, per warp value and lane (shared memory: registers hold the
+  // current part's chain; each thread only touches its own entries, so no barrier).
+  float* sum =
+      reinterpret_cast<float*>(smem + kStages * (kStageW + kStageX)) + warp * 32 * 32 + lane;
+  float acc[2][4][4];
+#pragma unroll
+  for (int m = 0; m < 2; ++m) {
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
+    }
+  }
+  // Column groups of this warp that hold rows (warp-uniform): empty ones skip their MMAs.
+  const int64_t warp_rows = rows - (t_base + wt);
+  const int live = warp_rows <= 0 ? 0 : warp_rows >= 32 ? 4 : static_cast<int>((warp_rows + 7) / 8);
+  bool first_part = true;
+  int64_t part_end = k_part;  // where the current K part ends
+
+#pragma unroll 1
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < stages) load_stage(s);
+    cp_async_commit();
+  }
+#pragma unroll 1
+  for (int s = 0; s < stages; ++s) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // stage s landed for every thread; stage s - 1's buffer is free again
+    if (s + kStages - 1 < stages) load_stage(s + kStages - 1);
+    cp_async_commit();
+    const uint16_t* sw = smem + (s % kStages) * (kStageW + kStageX);
+    const uint16_t* sx = sw + kStageW;
+#pragma unroll 1
+    for (int h = 0; h < 2; ++h) {
+      const int64_t kc = static_cast<int64_t>(s) * kTileK + h * 32;
+      if (kc >= k) break;
+      uint32_t a0[2][4], a1[2][4];
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        const uint16_t* base = sw + h * kTileF * 32 + (wf + m * 16 + g) * 32 + 8 * q;
+        const uint4 a = lds16(base), b = lds16(base + 8 * 32);
+        a0[m][0] = a.x, a0[m][1] = b.x, a0[m][2] = a.y, a0[m][3] = b.y;
+        a1[m][0] = a.z, a1[m][1] = b.z, a1[m][2] = a.w, a1[m][3] = b.w;
+      }
+#pragma unroll
+      for (int n = 0; n < 4; ++n) {
+        if (n >= live) continue;
+        const uint4 xv = lds16(sx + h * kTileT * 32 + (wt + n * 8 + g) * 32 + 8 * q);
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+          mma_bf16(acc[m][n], a0[m], xv.x, xv.y);
+          mma_bf16(acc[m][n], a1[m], xv.z, xv.w);
+        }
+      }
+      if (kc + 32 == part_end) {  // a K part ends: add its chain to the earlier parts'
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+#pragma unroll
+          for (int n = 0; n < 4; ++n) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              float& v = sum[((m * 4 + n) * 4 + i) * 32];
+              v = first_part ? acc[m][n][i] : __fadd_rn(v, acc[m][n][i]);
+              acc[m][n][i] = 0.0f;
+            }
+          }
+        }
+        first_part = false;
+        part_end += k_part;
+      }
+    }
+  }
+  cp_async_wait<0>();
+#pragma unroll
+  for (int m = 0; m < 2; ++m) {
+    const int64_t fa = f_base + wf + m * 16 + g, fb = fa + 8;
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int64_t t = t_base + wt + n * 8 + 2 * q + j;
+        if (t >= rows) continue;
+        const float va = sum[((m * 4 + n) * 4 + j) * 32], vb = sum[((m * 4 + n) * 4 + 2 + j) * 32];
+        if (fa < n_out) y[t * n_out + fa] = round ? round_bf16(va) : va;
+        if (fb < n_out) y[t * n_out + fb] = round ? round_bf16(vb) : vb;
+      }
+    }
+  }
+}
+
 // K split in 4 (2) when every part stays a whole number of 32-wide chunks.
 int k_splits(int64_t k) {
   return k % (4 * 32) == 0 ? 4 : k % (2 * 32) == 0 ? 2 : 1;
@@ -124,6 +282,54 @@ bool dense_bf16_tc_applies(const DeviceWeight& w) {
   return w.out_features >= 16384 && dense_bf16_tc_supports(w, 1);
 }
 
+bool dense_bf16_tc_tiled_supports(const DeviceWeight& w, int groups) {
+  // A CTA's 128 features must read one group's slice of x.
+  return dense_bf16_tc_supports(w, groups) &&
+         (groups == 1 || (w.out_features / groups) % kTileF == 0);
+}
+
+cudaError_t dense_bf16_tc(const uint16_t* x,
+                          int64_t rows,
+                          const DeviceWeight& w,
+                          int groups,
+                          float* y,
+                          bool round_bf16,
+                          cudaStream_t s,
+                          DenseTcKernel kernel) {
+  if (rows <= 0) return rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  if (!dense_bf16_tc_supports(w, groups) || reinterpret_cast<uintptr_t>(x) % 16 != 0) {
+    return cudaErrorInvalidValue;
+  }
+  const int splits = k_splits(w.in_features);
+  const bool tiled_ok = dense_bf16_tc_tiled_supports(w, groups);
+  if (kernel == DenseTcKernel::kSharedTile && !tiled_ok) return cudaErrorInvalidValue;
+  // Both kernels give the same bits, so the choice may depend on host-known sizes. Measured on
+  // the H200 (docs/benchmarks.md): the shared tile wins at every row count once its feature
+  // tiles fill the device (the head: 0.39 vs 0.60 ms at 1 row), and from 32 rows on for wo_a
+  // (64 feature tiles; the row groups keep more weight bytes in flight below that).
+  const bool tiled = kernel == DenseTcKernel::kSharedTile ||
+                     (kernel == DenseTcKernel::kAuto && tiled_ok &&
+                      (rows >= kDenseTcTiledMinRows || w.out_features >= kDenseTcTiledMinOutputs));
+  if (tiled) {
+    cudaError_t e = cudaFuncSetAttribute(dense_bf16_tc_tiled_kernel,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kTiledSmem));
+    if (e != cudaSuccess) return e;
+    const dim3 grid(static_cast<unsigned>((rows + kTileT - 1) / kTileT),
+                    static_cast<unsigned>((w.out_features + kTileF - 1) / kTileF));
+    dense_bf16_tc_tiled_kernel<<<grid, kTiledThreads, kTiledSmem, s>>>(
+        x, rows, reinterpret_cast<const uint16_t*>(w.data), w.out_features, w.in_features,
+        w.in_features / splits, w.out_features / groups, groups * w.in_features, y, round_bf16);
+    return cudaGetLastError();
+  }
+  const int64_t per_cta = kWarps / splits * 16;  // features per CTA
+  const int64_t ctas = (w.out_features + per_cta - 1) / per_cta;
+  dense_bf16_tc_kernel<<<static_cast<unsigned>(ctas), kWarps * 32, 0, s>>>(
+      x, rows, reinterpret_cast<const uint16_t*>(w.data), w.out_features, w.in_features, splits,
+      w.out_features / groups, groups * w.in_features, y, round_bf16);
+  return cudaGetLastError();
+}
+
 cudaError_t dense_bf16_tc(const uint16_t* x,
                           int64_t rows,
                           const DeviceWeight& w,
@@ -131,17 +337,7 @@ cudaError_t dense_bf16_tc(const uint16_t* x,
                           float* y,
                           bool round_bf16,
                           cudaStream_t s) {
-  if (rows <= 0) return rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
-  if (!dense_bf16_tc_supports(w, groups) || reinterpret_cast<uintptr_t>(x) % 16 != 0) {
-    return cudaErrorInvalidValue;
-  }
-  const int splits = k_splits(w.in_features);
-  const int64_t per_cta = kWarps / splits * 16;  // features per CTA
-  const int64_t ctas = (w.out_features + per_cta - 1) / per_cta;
-  dense_bf16_tc_kernel<<<static_cast<unsigned>(ctas), kWarps * 32, 0, s>>>(
-      x, rows, reinterpret_cast<const uint16_t*>(w.data), w.out_features, w.in_features, splits,
-      w.out_features / groups, groups * w.in_features, y, round_bf16);
-  return cudaGetLastError();
+  return dense_bf16_tc(x, rows, w, groups, y, round_bf16, s, DenseTcKernel::kAuto);
 }
 
 }  // namespace di::backend::cuda

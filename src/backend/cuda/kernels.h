@@ -264,10 +264,19 @@ cudaError_t dense_gemm_grouped(const float* x,
 // group n / out (Ops::grouped_linear).
 inline constexpr int64_t kDenseGemvMaxRows = 8;
 // Tensor-path dense BF16 products (dense_bf16_tc.cu): x as bf16 bits [rows, groups * in], bf16
-// MMAs with fp32 accumulation, one kernel for every M (batch-invariant, within tolerance of the
+// MMAs with fp32 accumulation, the same bits for every M (batch-invariant, within tolerance of the
 // CPU). `linear` uses it for weights with >= 16K outputs (applies), `grouped_linear` for every
 // BF16 weight it supports (each group's outputs a multiple of 16).
+// Two kernels, the same bits for every output: row groups (each warp streams its weight rows
+// from global memory, the fastest at few rows) and shared tiles (128 features x 64 rows per CTA
+// from shared memory, for many rows or many outputs; needs each group's outputs a multiple of
+// 128). kAuto picks by rows and outputs (the overload without `kernel`); the others force one
+// (tests and benchmarks).
+enum class DenseTcKernel { kAuto, kRowGroups, kSharedTile };
+inline constexpr int64_t kDenseTcTiledMinRows = 32;
+inline constexpr int64_t kDenseTcTiledMinOutputs = 32768;  // 256 feature tiles: 2 per SM
 bool dense_bf16_tc_supports(const DeviceWeight& w, int groups);
+bool dense_bf16_tc_tiled_supports(const DeviceWeight& w, int groups);
 bool dense_bf16_tc_applies(const DeviceWeight& w);
 cudaError_t dense_bf16_tc(const uint16_t* x,
                           int64_t rows,
@@ -276,6 +285,14 @@ cudaError_t dense_bf16_tc(const uint16_t* x,
                           float* y,
                           bool round_bf16,
                           cudaStream_t s);
+cudaError_t dense_bf16_tc(const uint16_t* x,
+                          int64_t rows,
+                          const DeviceWeight& w,
+                          int groups,
+                          float* y,
+                          bool round_bf16,
+                          cudaStream_t s,
+                          DenseTcKernel kernel);
 bool dense_gemv_applies(int64_t rows, const DeviceWeight& w);
 cudaError_t dense_gemv(const float* x,
                        int64_t rows,

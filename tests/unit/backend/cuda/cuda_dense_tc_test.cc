@@ -1,8 +1,10 @@
 // Dense BF16 products on the tensor path (dense_bf16_tc.cu: weights with >= 16K outputs, the
 // heads): within tolerance of the CPU's fp32 order, every output written, and a row's bits the
-// same alone, in a slice or in a 300-row call (batch invariance). Skips without a device.
+// same alone, in a slice or in a 300-row call (batch invariance); the row-group and shared-tile
+// kernels give the same bits. Skips without a device.
 #include <cmath>
 
+#include "backend/cuda/kernels.h"
 #include "cuda_test_util.h"
 
 namespace di::backend::testing {
@@ -74,6 +76,54 @@ TEST_F(CudaDenseTensorTest, GroupedProductIsCloseAndBatchInvariant) {
     ASSERT_EQ(float_bits(one[static_cast<size_t>(o)]),
               float_bits(gpu[static_cast<size_t>(33 * out + o)]))
         << "output " << o;
+  }
+}
+
+// The shared-tile kernel (many rows) against the row-group kernel (few rows) on the same inputs:
+// every output's bits equal, for 1..600 rows (tails of the 64-row tile and the 128-feature tile),
+// K split in 1, 2 and 4 parts with an odd number of 32-chunks per part, grouped and not, rounded
+// and not. kAuto must agree with both.
+TEST_F(CudaDenseTensorTest, SharedTileKernelMatchesRowGroupKernelBitwise) {
+  using cuda::DenseTcKernel;
+  struct Shape {
+    int64_t out, in;
+    int groups;
+  };
+  const int64_t max_rows = 600;
+  int seed = 11;
+  for (const Shape& sh : {Shape{2048 + 40, 96, 1}, Shape{1024 + 8, 320, 1}, Shape{1040, 384, 1},
+                          Shape{512, 1280, 1}, Shape{4 * 128, 384, 4}, Shape{2 * 256, 160, 2}}) {
+    RandomWeight w = random_weight(WeightFormat::kBF16, sh.out, sh.in, seed++);
+    const ManagedVector<uint8_t> wd(w.data.begin(), w.data.end());  // device-visible copy
+    const cuda::DeviceWeight dw{WeightFormat::kBF16, sh.out, sh.in, wd.data(), nullptr};
+    ASSERT_TRUE(cuda::dense_bf16_tc_tiled_supports(dw, sh.groups));
+    const int64_t cols = sh.groups * sh.in;
+    const Rows xf = random_rows(static_cast<size_t>(max_rows * cols), seed++);
+    ManagedVector<uint16_t> x(xf.size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float_to_bf16(xf[i]);
+    for (const int64_t rows : {1, 7, 33, 64, 65, 129, 256, 300, 600}) {
+      for (const bool round : {false, true}) {
+        const size_t n = static_cast<size_t>(rows * sh.out);
+        Rows a(n, NAN), b(n, NAN), c(n, NAN);
+        ASSERT_EQ(cuda::dense_bf16_tc(x.data(), rows, dw, sh.groups, a.data(), round, nullptr,
+                                      DenseTcKernel::kRowGroups),
+                  cudaSuccess);
+        ASSERT_EQ(cuda::dense_bf16_tc(x.data(), rows, dw, sh.groups, b.data(), round, nullptr,
+                                      DenseTcKernel::kSharedTile),
+                  cudaSuccess);
+        ASSERT_EQ(cuda::dense_bf16_tc(x.data(), rows, dw, sh.groups, c.data(), round, nullptr,
+                                      DenseTcKernel::kAuto),
+                  cudaSuccess);
+        sync();
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_FALSE(std::isnan(a[i])) << "output " << i << " not written";
+          ASSERT_EQ(float_bits(a[i]), float_bits(b[i]))
+              << "out " << sh.out << " in " << sh.in << " groups " << sh.groups << " rows " << rows
+              << " round " << round << " element " << i;
+          ASSERT_EQ(float_bits(a[i]), float_bits(c[i])) << "kAuto, rows " << rows;
+        }
+      }
+    }
   }
 }
 

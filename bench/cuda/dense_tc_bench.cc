@@ -1,0 +1,123 @@
+// `cuda_kernels_bench --dense-tc`: the tensor path's dense BF16 products at 1-256 rows with the
+// row-group and the shared-tile kernel (the same bits; kAuto picks by rows and outputs), against
+// floors measured in the same run: bytes (weights + bf16 x + fp32 y) / copy bandwidth and
+// 2 x rows x out x in FLOPs / cuBLASLt's bf16 rate. Weights rotate through copies larger than L2.
+#include "cuda/dense_tc_bench.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "backend/cuda/kernels.h"
+#include "cuda/bench_util.h"
+#include "cuda/cublaslt_gemm.h"
+#include "tensor/numeric.h"
+
+namespace di::bench {
+namespace {
+
+using backend::cuda::DenseTcKernel;
+using backend::cuda::DeviceWeight;
+
+template <class F>
+Expected<double> mean_ms(int iters, F&& fn) {
+  for (int i = 0; i < 2; ++i) DI_CUDA_RETURN_IF_ERROR(fn(i));
+  cudaEvent_t a, b;
+  DI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&a));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&b));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(a));
+  for (int i = 0; i < iters; ++i) DI_CUDA_RETURN_IF_ERROR(fn(i));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(b));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(b));
+  float ms = 0;
+  DI_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, a, b));
+  (void)cudaEventDestroy(a);
+  (void)cudaEventDestroy(b);
+  return static_cast<double>(ms) / iters;
+}
+
+struct Floors {
+  double bytes_per_s, bf16_flops;
+};
+
+// bf16 bits of normal values, a 1M-element pattern repeated (host time stays small at 1.3 GB).
+std::vector<uint16_t> bf16_values(size_t n, uint32_t seed) {
+  const std::vector<float> f = random_floats(size_t{1} << 20, seed);
+  std::vector<uint16_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = float_to_bf16(0.05f * f[i % f.size()]);
+  return v;
+}
+
+Status bench_shape(const char* name, int64_t out, int64_t in, int groups, const Floors& f) {
+  DeviceBuffers buf;
+  const size_t welems = static_cast<size_t>(out * in);
+  const int copies = static_cast<int>(std::max<size_t>(1, (size_t{256} << 20) / (2 * welems) + 1));
+  std::vector<DeviceWeight> ws;
+  {
+    const std::vector<uint16_t> h = bf16_values(welems, 1);
+    for (int c = 0; c < copies; ++c) {
+      DI_ASSIGN_OR_RETURN(uint16_t * d, buf.upload(h));
+      ws.push_back({WeightFormat::kBF16, out, in, reinterpret_cast<const uint8_t*>(d), nullptr});
+    }
+  }
+  const int64_t max_rows = 256, cols = groups * in;
+  DI_ASSIGN_OR_RETURN(uint16_t * x,
+                      buf.upload(bf16_values(static_cast<size_t>(max_rows * cols), 2)));
+  DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(max_rows * out)));
+  for (int64_t rows : {1, 8, 16, 32, 64, 128, 256}) {
+    const double bytes = 2.0 * welems + 2.0 * rows * cols + 4.0 * rows * out;
+    const double flops = 2.0 * rows * out * in;
+    const double byte_ms = bytes / f.bytes_per_s * 1e3, flop_ms = flops / f.bf16_flops * 1e3;
+    const double floor_ms = std::max(byte_ms, flop_ms);
+    for (auto [kernel, label] : {std::pair{DenseTcKernel::kRowGroups, "row groups"},
+                                 {DenseTcKernel::kSharedTile, "shared tile"},
+                                 {DenseTcKernel::kAuto, "auto"}}) {
+      const int iters = rows >= 64 && kernel == DenseTcKernel::kRowGroups ? 5 : 20;
+      DI_ASSIGN_OR_RETURN(double ms, mean_ms(iters, [&](int i) {
+                            return backend::cuda::dense_bf16_tc(x, rows, ws[i % copies], groups, y,
+                                                                true, nullptr, kernel);
+                          }));
+      std::printf("| %s M=%lld %s | %.4f | %.4f (bytes %.4f, FLOPs %.4f) | %.3f | %.0f | %.1f |\n",
+                  name, static_cast<long long>(rows), label, ms, floor_ms, byte_ms, flop_ms,
+                  floor_ms / ms, bytes / (ms * 1e-3) / 1e9, flops / (ms * 1e-3) / 1e12);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+int dense_tc_bench() {
+  auto run = []() -> Status {
+    DeviceBuffers buf;
+    const size_t n = size_t{1} << 30;
+    DI_ASSIGN_OR_RETURN(uint8_t * a, buf.alloc<uint8_t>(n));
+    DI_ASSIGN_OR_RETURN(uint8_t * b, buf.alloc<uint8_t>(n));
+    DI_CUDA_RETURN_IF_ERROR(cudaMemset(a, 1, n));
+    DI_ASSIGN_OR_RETURN(double copy_ms, mean_ms(10, [&](int) {
+                          return cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice);
+                        }));
+    DI_ASSIGN_OR_RETURN(double bf16_ms, time_cublaslt_gemm(LtType::kBF16, 8192, 8192, 8192, 10));
+    const Floors f{2.0 * static_cast<double>(n) / (copy_ms * 1e-3),
+                   2.0 * 8192.0 * 8192.0 * 8192.0 / (bf16_ms * 1e-3)};
+    std::printf(
+        "\ndense bf16 tensor path: copy %.0f GB/s (read+write), cuBLASLt bf16 %.0f TFLOP/s "
+        "(8192^3)\n",
+        f.bytes_per_s / 1e9, f.bf16_flops / 1e12);
+    std::printf("| product | ms | floor ms | floor/time | GB/s | TFLOP/s |\n");
+    std::printf("|---|---|---|---|---|---|\n");
+    DI_RETURN_IF_ERROR(bench_shape("head 129280x5120", 129280, 5120, 1, f));
+    DI_RETURN_IF_ERROR(bench_shape("wo_a 8x1024x4096", 8192, 4096, 8, f));
+    return {};
+  };
+  const Status s = run();
+  if (!s.ok()) {
+    std::fprintf(stderr, "dense tc bench: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace di::bench
