@@ -49,11 +49,27 @@ class Builder {
     if (invokes.empty()) return invalid_argument("no tool to call");
     const grammar::RuleId call = g_.add_rule("invoke");
     g_.set_body(call, g_.alt(std::move(invokes)));
-    // Named: exactly one call; required: one or more.
+    // Named or parallel_tool_calls false: exactly one call; required: one or more.
+    const bool single = !only.empty() || spec.value("single", false);
     ExprId calls = g_.ref(call);
-    if (only.empty()) calls = g_.seq({calls, g_.star(g_.seq({g_.literal("\n"), g_.ref(call)}))});
+    if (!single) calls = g_.seq({calls, g_.star(g_.seq({g_.literal("\n"), g_.ref(call)}))});
     const grammar::RuleId root = g_.add_rule("root");
-    g_.set_body(root, g_.seq({open(" calls>\n"), calls, g_.literal("\n"), close(" calls>")}));
+    // After "<｜DSML｜": where ResponseParser starts a tool-call block.
+    const ExprId rest =
+        g_.seq({g_.literal(" calls>\n"), calls, g_.literal("\n"), close(" calls>")});
+    if (spec.value("optional", false)) {
+      // tool_choice auto, parallel_tool_calls false: free text in which the parser's block
+      // marker starts the one block, which ends the reply.
+      const grammar::RuleId block = g_.add_rule("block");
+      g_.set_body(block, rest);
+      grammar::TagDispatchSpec td;
+      td.triggers = {std::string("<") + std::string(kDsml)};
+      td.rules = {block};
+      td.loop = false;
+      g_.set_body(root, g_.tag_dispatch(std::move(td)));
+    } else {
+      g_.set_body(root, g_.seq({open(""), rest}));
+    }
     g_.set_root(root);
     return std::move(g_);
   }
