@@ -207,14 +207,14 @@ Expected<OpenAIRequest> parse_openai_body(const json& body,
     DI_ASSIGN_OR_RETURN(ToolChoice tc, parse_tool_choice(body, tools));
     r.parse_tool_calls = tc.mode != ToolChoice::Mode::kNone;
     if (auto so = tool_choice_output(tc, tools)) {
-      // auto with parallel_tool_calls false: another structured output decides the reply.
-      if (r.params.structured_output && tc.mode == ToolChoice::Mode::kAuto) {
-      } else if (r.params.structured_output) {
+      // auto with parallel_tool_calls false next to another structured output: that one
+      // decides the reply (no error: the request is consistent).
+      if (!r.params.structured_output) {
+        r.params.structured_output = std::move(so);
+      } else if (tc.mode != ToolChoice::Mode::kAuto) {
         return field_error("tool_choice",
                            "'required' or a named function cannot be combined with another "
                            "structured output (response_format, structured_outputs, ...)");
-      } else {
-        r.params.structured_output = std::move(so);
       }
     }
   }

@@ -208,6 +208,20 @@ TEST(ToolChoice, ParallelToolCallsFalseAllowsOneCall) {
   EXPECT_FALSE(matches(optional, block(ping) + " more"));
   EXPECT_FALSE(matches(optional, block(ping) + block(ping)));
   EXPECT_FALSE(matches(optional, "<｜DSML｜ invoke name=\"ping\">"));  // a block, not free text
+  // With auto, a tool whose schema DSML cannot carry takes any parameters (auto never checked
+  // arguments): no 400 for parallel_tool_calls false.
+  OJson odd = {{"tools", {{{"name", "f"}, {"parameters", {{"anyOf", OJson::array()}}}}}},
+               {"name", nullptr},
+               {"single", true},
+               {"optional", true}};
+  auto loose = compile(odd);
+  ASSERT_TRUE(loose);
+  const std::string any = call("f", param("x y", false, "[1, 2") + param("z", true, "free <b>"));
+  EXPECT_TRUE(matches(loose, "ok " + block(any)));
+  EXPECT_FALSE(matches(loose, "ok " + block(any + "\n" + any)));
+  EXPECT_FALSE(matches(loose, block(call("f", param("x", true, "a｜b")))));
+  odd.erase("optional");
+  EXPECT_FALSE(tool_call_grammar(odd).has_value());  // required: still a 400
   // The parser reads the allowed reply as content plus one call.
   recipe::ResponseParser parser({false, {}});
   recipe::ParsedResponse parsed;
