@@ -207,12 +207,15 @@ Expected<OpenAIRequest> parse_openai_body(const json& body,
     DI_ASSIGN_OR_RETURN(ToolChoice tc, parse_tool_choice(body, tools));
     r.parse_tool_calls = tc.mode != ToolChoice::Mode::kNone;
     if (auto so = tool_choice_output(tc, tools)) {
-      if (r.params.structured_output) {
+      // auto with parallel_tool_calls false next to another structured output: that one
+      // decides the reply (no error: the request is consistent).
+      if (!r.params.structured_output) {
+        r.params.structured_output = std::move(so);
+      } else if (tc.mode != ToolChoice::Mode::kAuto) {
         return field_error("tool_choice",
                            "'required' or a named function cannot be combined with another "
                            "structured output (response_format, structured_outputs, ...)");
       }
-      r.params.structured_output = std::move(so);
     }
   }
   return r;

@@ -42,18 +42,37 @@ class Builder {
     for (const OJson& t : tools) {
       const std::string name = t.at("name").get<std::string>();
       if (!only.empty() && name != only) continue;
-      DI_ASSIGN_OR_RETURN(
-          ExprId inv, invoke(name, t.contains("parameters") ? t["parameters"] : OJson::object()));
+      auto strict = invoke(name, t.contains("parameters") ? t["parameters"] : OJson::object());
+      // tool_choice auto never checked arguments: a schema DSML cannot carry must not turn
+      // parallel_tool_calls false into a 400, so that call takes any parameters.
+      if (!strict && spec.value("optional", false) && plain_name(name)) strict = loose_invoke(name);
+      DI_ASSIGN_OR_RETURN(ExprId inv, std::move(strict));
       invokes.push_back(inv);
     }
     if (invokes.empty()) return invalid_argument("no tool to call");
     const grammar::RuleId call = g_.add_rule("invoke");
     g_.set_body(call, g_.alt(std::move(invokes)));
-    // Named: exactly one call; required: one or more.
+    // Named or parallel_tool_calls false: exactly one call; required: one or more.
+    const bool single = !only.empty() || spec.value("single", false);
     ExprId calls = g_.ref(call);
-    if (only.empty()) calls = g_.seq({calls, g_.star(g_.seq({g_.literal("\n"), g_.ref(call)}))});
+    if (!single) calls = g_.seq({calls, g_.star(g_.seq({g_.literal("\n"), g_.ref(call)}))});
     const grammar::RuleId root = g_.add_rule("root");
-    g_.set_body(root, g_.seq({open(" calls>\n"), calls, g_.literal("\n"), close(" calls>")}));
+    // After "<｜DSML｜": where ResponseParser starts a tool-call block.
+    const ExprId rest =
+        g_.seq({g_.literal(" calls>\n"), calls, g_.literal("\n"), close(" calls>")});
+    if (spec.value("optional", false)) {
+      // tool_choice auto, parallel_tool_calls false: free text in which the parser's block
+      // marker starts the one block, which ends the reply.
+      const grammar::RuleId block = g_.add_rule("block");
+      g_.set_body(block, rest);
+      grammar::TagDispatchSpec td;
+      td.triggers = {std::string("<") + std::string(kDsml)};
+      td.rules = {block};
+      td.loop = false;
+      g_.set_body(root, g_.tag_dispatch(std::move(td)));
+    } else {
+      g_.set_body(root, g_.seq({open(""), rest}));
+    }
     g_.set_root(root);
     return std::move(g_);
   }
@@ -106,6 +125,25 @@ class Builder {
                               "' is not among the properties");
     items.push_back(close(" invoke>"));
     return g_.seq(std::move(items));
+  }
+
+  // A call of `name` with any parameters: names ResponseParser accepts, either form, raw
+  // values without U+FF5C (so they cannot close the tag early).
+  ExprId loose_invoke(const std::string& name) {
+    grammar::CharClass not_bar, name_char;
+    not_bar.add(0xFF5C, 0xFF5C);
+    name_char.add('"', '"');
+    name_char.add('\n', '\n');
+    name_char.add('<', '<');
+    name_char.add('>', '>');
+    name_char.add(0xFF5C, 0xFF5C);
+    const ExprId line =
+        g_.seq({open(" parameter name=\""), g_.plus(grammar::utf8_class(g_, name_char.negated())),
+                g_.literal("\" string=\""), g_.alt({g_.literal("true"), g_.literal("false")}),
+                g_.literal("\">"), g_.star(grammar::utf8_class(g_, not_bar.negated())),
+                close(" parameter>"), g_.literal("\n")});
+    return g_.seq({open(" invoke name=\""), g_.literal(name), g_.literal("\">\n"), g_.star(line),
+                   close(" invoke>")});
   }
 
   Expected<ExprId> parameter(const std::string& at,

@@ -23,9 +23,11 @@
 
 namespace di::api {
 
-// spec: {"tools": [{"name": N, "parameters": {...}}, ...], "name": N | null} (tool_choice.h
-// writes it). Errors (kInvalidArgument) name the tool and the schema part that cannot be written
-// as DSML parameters.
+// spec: {"tools": [{"name": N, "parameters": {...}}, ...], "name": N | null, "single": bool,
+// "optional": bool} (tool_choice.h writes it). single: one call (parallel_tool_calls false);
+// optional: free text in which the block may start once, at "<｜DSML｜", and end the reply
+// (tool_choice auto with parallel_tool_calls false). Errors (kInvalidArgument) name the tool and
+// the schema part that cannot be written as DSML parameters.
 Expected<grammar::Grammar> tool_call_grammar(const nlohmann::ordered_json& spec,
                                              const grammar::JsonSchemaOptions& opts = {});
 

@@ -11,6 +11,10 @@ Status bad(const std::string& what) {
 Expected<ToolChoice> parse_tool_choice(const nlohmann::json& body,
                                        const std::vector<nlohmann::ordered_json>& tools) {
   ToolChoice tc;
+  if (auto p = body.find("parallel_tool_calls"); p != body.end() && !p->is_null()) {
+    if (!p->is_boolean()) return invalid_argument("body.parallel_tool_calls: must be a boolean");
+    tc.parallel = p->get<bool>();
+  }
   auto it = body.find("tool_choice");
   if (it == body.end() || it->is_null()) return tc;
   const nlohmann::json& v = *it;
@@ -49,7 +53,9 @@ Expected<ToolChoice> parse_tool_choice(const nlohmann::json& body,
 
 std::optional<StructuredOutput> tool_choice_output(
     const ToolChoice& choice, const std::vector<nlohmann::ordered_json>& tools) {
-  if (choice.mode != ToolChoice::Mode::kRequired && choice.mode != ToolChoice::Mode::kNamed)
+  const bool single_auto = choice.mode == ToolChoice::Mode::kAuto && !choice.parallel;
+  if (choice.mode == ToolChoice::Mode::kNone ||
+      (choice.mode == ToolChoice::Mode::kAuto && (!single_auto || tools.empty())))
     return std::nullopt;
   nlohmann::ordered_json spec = {{"tools", nlohmann::ordered_json::array()}};
   for (const auto& t : tools) {
@@ -61,6 +67,8 @@ std::optional<StructuredOutput> tool_choice_output(
   }
   spec["name"] = choice.mode == ToolChoice::Mode::kNamed ? nlohmann::ordered_json(choice.name)
                                                          : nlohmann::ordered_json();
+  if (!choice.parallel) spec["single"] = true;
+  if (single_auto) spec["optional"] = true;
   StructuredOutput so;
   so.kind = StructuredOutput::Kind::kToolCalls;
   so.text = spec.dump();

@@ -166,8 +166,15 @@ void print_expr(const Grammar& g, ExprId id, std::string& out) {
       out += "TagDispatch(";
       for (size_t i = 0; i < td.triggers.size(); ++i)
         out += "(\"" + td.triggers[i] + "\", " + g.rules()[td.rules[i]].name + "), ";
-      out += std::string("loop_after_dispatch=") + (td.loop ? "true" : "false") +
-             (td.at_least_one ? ", at_least_one=true)" : ")");
+      out += std::string("loop_after_dispatch=") + (td.loop ? "true" : "false");
+      if (!td.stop_eos) out += ", stop_eos=false";
+      for (const auto* list : {&td.stops, &td.excludes}) {
+        if (list->empty()) continue;
+        out += list == &td.stops ? ", stop_str=(" : ", excludes=(";
+        for (size_t i = 0; i < list->size(); ++i) out += (i ? ", \"" : "\"") + (*list)[i] + "\"";
+        out += ')';
+      }
+      out += td.at_least_one ? ", at_least_one=true)" : ")";
       break;
     }
     case ExprKind::kSeq:

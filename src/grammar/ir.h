@@ -33,13 +33,20 @@ enum class ExprKind : uint8_t {
 
 // xgrammar's TagDispatch: free bytes in which no trigger occurs; the first trigger completed
 // (the longest one ending at that byte) must be followed by its rule, after which free text
-// starts again (`loop`) or the expression ends. The NFA builder lowers it through an
-// Aho-Corasick automaton over the triggers (aho_corasick.h), one NFA state per automaton node.
+// starts again (`loop`) or the expression ends. Stop strings and excludes are watched the same
+// way (the longest of all the strings ending at a byte decides): a stop string ends the
+// expression (it is its last bytes), an excluded string may not occur in the free text. With
+// stop strings and no loop, one of them must follow the dispatched rule directly. The NFA
+// builder lowers it through an Aho-Corasick automaton over all the strings (aho_corasick.h),
+// one NFA state per automaton node.
 struct TagDispatchSpec {
-  std::vector<std::string> triggers;  // non-empty, distinct
+  std::vector<std::string> triggers;  // distinct (none: free text with stops/excludes)
   std::vector<int32_t> rules;         // per trigger: the rule read right after it
   bool loop = true;                   // free text again after a dispatch (else the end)
   bool at_least_one = false;          // may not end before one dispatch
+  std::vector<std::string> stops;     // xgrammar's stop_str: non-empty strings
+  std::vector<std::string> excludes;  // non-empty strings the free text may not contain
+  bool stop_eos = true;               // the free text may end anywhere (xgrammar's stop_eos)
 };
 
 struct Expr {

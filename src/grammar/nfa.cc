@@ -121,19 +121,34 @@ class NfaBuilder {
     return from;
   }
 
-  // One state per Aho-Corasick node that completes no trigger (per phase: with at_least_one and
-  // loop, phase 0 is "no dispatch yet" and may not end). A byte that completes trigger t goes
-  // to a state that calls t's rule, after which free text restarts at the root (or the
-  // expression ends). Free states loop inside this rule, so free text costs one Earley item per
-  // byte, not a nested call per byte.
+  // One state per Aho-Corasick node that completes no string (per phase: with at_least_one and
+  // loop, phase 0 is "no dispatch yet" and may not end). The automaton watches the triggers,
+  // the stop strings, then the excludes (a node's match is the longest string ending there). A
+  // byte completing trigger t goes to a state that calls t's rule, after which free text
+  // restarts at the root (or the expression ends, after a stop string if any); a stop string
+  // ends it; an exclude has no edge. Free states loop inside this rule: one item per byte.
   int build_tag_dispatch(const TagDispatchSpec& td, int from) {
-    if (td.triggers.empty() || td.triggers.size() != td.rules.size())
-      throw BuildError(StatusCode::kInvalidArgument, "TagDispatch needs one rule per trigger");
-    for (const std::string& t : td.triggers)
-      if (t.empty()) throw BuildError(StatusCode::kInvalidArgument, "TagDispatch: empty trigger");
-    const AhoCorasick ac(td.triggers);
+    std::vector<std::string> strings = td.triggers;
+    strings.insert(strings.end(), td.stops.begin(), td.stops.end());
+    strings.insert(strings.end(), td.excludes.begin(), td.excludes.end());
+    if (td.triggers.size() != td.rules.size() ||
+        std::any_of(strings.begin(), strings.end(), [](auto& x) { return x.empty(); }))
+      throw BuildError(StatusCode::kInvalidArgument, "TagDispatch: a rule per trigger, no ''");
+    const auto n_trig = static_cast<int32_t>(td.triggers.size());
+    const auto n_end = n_trig + static_cast<int32_t>(td.stops.size());
+    const AhoCorasick ac(strings);
     const int phases = td.at_least_one && td.loop ? 2 : 1;
     const int end = new_state();
+    const int after_once = !td.loop && !td.stops.empty() ? new_state() : end;
+    for (const std::string& stop : after_once == end ? std::vector<std::string>{} : td.stops) {
+      int cur = after_once;
+      for (char ch : stop) {
+        const int next = new_state();
+        ts_[cur].bytes.emplace_back(ByteSet::single(static_cast<uint8_t>(ch)), next);
+        cur = next;
+      }
+      ts_[cur].eps.push_back(end);
+    }
     std::vector<std::vector<int>> free(phases, std::vector<int>(ac.num_nodes(), -1));
     for (int ph = 0; ph < phases; ++ph)
       for (uint32_t n = 0; n < ac.num_nodes(); ++n)
@@ -143,20 +158,25 @@ class NfaBuilder {
       // After a dispatch: the call state per trigger, shared by every byte completing it.
       std::vector<int> call(td.triggers.size(), -1);
       const int after_ph = phases == 2 ? 1 : 0;
+      const bool may_end = !td.at_least_one || ph == 1;
       for (uint32_t n = 0; n < ac.num_nodes(); ++n) {
         const int s = free[ph][n];
         if (s < 0) continue;
-        if (!td.at_least_one || ph == 1) ts_[s].eps.push_back(end);
+        if (may_end && td.stop_eos) ts_[s].eps.push_back(end);
         std::map<int, ByteSet> by_target;
         for (int b = 0; b < 256; ++b) {
           const uint32_t m = ac.next(n, static_cast<uint8_t>(b));
           int target = free[ph][m];
-          if (const int32_t t = ac.match(m); t >= 0) {
+          if (const int32_t t = ac.match(m); t >= n_end || (t >= n_trig && !may_end)) {
+            continue;  // an excluded string, or a stop string before the first dispatch
+          } else if (t >= n_trig) {
+            target = end;
+          } else if (t >= 0) {
             if (call[t] < 0) {
               call[t] = new_state();
               const int ret = new_state();
               ts_[call[t]].refs.emplace_back(td.rules[t], ret);
-              ts_[ret].eps.push_back(td.loop ? free[after_ph][0] : end);
+              ts_[ret].eps.push_back(td.loop ? free[after_ph][0] : after_once);
             }
             target = call[t];
           }

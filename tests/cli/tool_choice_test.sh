@@ -3,7 +3,8 @@
 # vocabulary (plus the V4.1 markers) samples at temperature 1 with several seeds through
 # `deepinfer batch`. tool_choice "required" / a named function must give tool_calls (parsed
 # from the DSML block by the response parser) whose arguments validate against the tool's
-# schema with ajv, also in thinking mode; a triggered structural tag must put a valid JSON
+# schema with ajv, also in thinking mode; with parallel_tool_calls false, "required" gives
+# exactly one call and "auto" at most one; a triggered structural tag must put a valid JSON
 # structure after its trigger. Bad tool_choice values and unsupported tags are 400s.
 set -uo pipefail
 bin=$1
@@ -51,6 +52,12 @@ for seed in range(1, 4):
                              {"type": "function", "function": {"name": "lookup"}}})
 for seed in range(1, 3):
     chat("think:%d" % seed, {"seed": seed, "tool_choice": "required"}, thinking=True)
+# parallel_tool_calls false: "required" gives exactly one call, "auto" at most one.
+for seed in range(1, 4):
+    chat("single:%d" % seed, {"seed": seed, "tool_choice": "required",
+                              "parallel_tool_calls": False})
+for seed in range(1, 3):
+    chat("autoone:%d" % seed, {"seed": seed, "max_tokens": 200, "parallel_tool_calls": False})
 # Closed objects: the logit bias on "<t" would otherwise fill an open key string forever.
 closed = [dict(t["function"]["parameters"], additionalProperties=False) for t in tools]
 tag = {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<t"],
@@ -70,6 +77,7 @@ bad("name", {"messages": msgs, "tools": tools,
              "tool_choice": {"type": "function", "function": {"name": "nope"}}})
 bad("notools", {"messages": msgs, "tool_choice": "required"})
 bad("value", {"messages": msgs, "tools": tools, "tool_choice": "always"})
+bad("parallel", {"messages": msgs, "tools": tools, "parallel_tool_calls": "no"})
 bad("schema", {"messages": msgs, "tool_choice": "required", "tools": [{"type": "function",
     "function": {"name": "f", "parameters": {"oneOf": [{"type": "object"}]}}}]})
 bad("format", {"prompt": "x", "response_format": {"type": "structural_tag",
@@ -99,6 +107,7 @@ for (const line of fs.readFileSync(process.argv[2], "utf8").split("\n")) {
                   notools: "only allowed when tools are given",
                   value: "'always' is not one of none, auto, required",
                   schema: "parameters keyword 'oneOf'",
+                  parallel: "body.parallel_tool_calls: must be a boolean",
                   format: "format.type: 'regex' is not supported"}[arg];
     if (!resp || resp.status_code !== 400 || !msg.includes(want)) bad(id, `want a 400 naming '${want}', got ${line}`);
     else checked++;
@@ -123,6 +132,8 @@ for (const line of fs.readFileSync(process.argv[2], "utf8").split("\n")) {
   const tc = msg.tool_calls || [];
   let ok = ch.finish_reason === "tool_calls" && tc.length >= 1 && !msg.content;
   if (kind === "named") ok = ok && tc.length === 1 && tc[0].function.name === "lookup";
+  if (kind === "single") ok = ok && tc.length === 1;
+  if (kind === "autoone") ok = tc.length <= 1 && (tc.length === 0) === (ch.finish_reason !== "tool_calls");
   for (const c of tc) {
     let args = null;
     try { args = JSON.parse(c.function.arguments); } catch (e) { ok = false; continue; }
@@ -132,7 +143,7 @@ for (const line of fs.readFileSync(process.argv[2], "utf8").split("\n")) {
   if (!ok) bad(id, `tool calls do not validate (${ch.finish_reason}): ${JSON.stringify(msg)} ${JSON.stringify(ajv.errors)}`);
   else checked++;
 }
-if (checked < 17) bad("count", `only ${checked} results checked`);
+if (checked < 23) bad("count", `only ${checked} results checked`);
 console.log(fail ? "tool_choice: FAILED" : `ok   tool_choice and structural tags: ${checked} results, ${calls} tool calls validate`);
 process.exit(fail);
 JS

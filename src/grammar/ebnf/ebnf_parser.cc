@@ -262,7 +262,7 @@ class EbnfParser {
                    [&] { return parse_name(); },
                    [&](const std::string& m, StatusCode k) { fail(m, k); }};
       TagDispatchArgs a = read_tag_dispatch_args(c);
-      TagDispatchSpec spec{a.triggers, {}, a.loop, false};
+      TagDispatchSpec spec{a.triggers, {}, a.loop, false, a.stops, a.excludes, a.stop_eos};
       for (const std::string& r : a.rules) spec.rules.push_back(rule_id(r));
       return g_.tag_dispatch(std::move(spec));
     }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "grammar/ebnf/tag_dispatch_args.h"
 
+#include <cctype>
+
 namespace di::grammar {
 
 TagDispatchArgs read_tag_dispatch_args(EbnfCursor& c) {
@@ -23,16 +25,34 @@ TagDispatchArgs read_tag_dispatch_args(EbnfCursor& c) {
       expect(',');
       a.rules.push_back(c.read_name());
       expect(')');
-    } else {  // an option, compared without spaces
+    } else {  // name=true|false or name=("s", ...)
       std::string opt;
-      while (c.pos < c.text.size() && peek() != ',' &&
-             !(peek() == ')' && (opt.empty() || opt.back() != '('))) {
-        if (peek() != ' ') opt += peek();
+      while (c.pos < c.text.size() &&
+             (std::isalnum(static_cast<unsigned char>(peek())) != 0 || peek() == '_'))
+        opt += c.text[c.pos++];
+      expect('=');
+      if (opt == "stop_str" || opt == "excludes") {
+        std::vector<std::string>& list = opt == "stop_str" ? a.stops : a.excludes;
+        expect('(');
+        while (peek() == '"') {
+          list.push_back(c.read_string());
+          if (list.back().empty())
+            c.fail("empty string in TagDispatch " + opt, StatusCode::kInvalidArgument);
+          c.skip_space();
+          if (peek() != ',') break;
+          expect(',');
+        }
+        if (peek() != ')')
+          c.fail("expected ')' after TagDispatch " + opt, StatusCode::kInvalidArgument);
         ++c.pos;
-      }
-      if (opt == "loop_after_dispatch=true" || opt == "loop_after_dispatch=false") {
-        a.loop = opt.ends_with("true");
-      } else if (opt != "stop_eos=true" && opt != "stop_str=()" && opt != "excludes=()") {
+      } else if (opt == "loop_after_dispatch" || opt == "stop_eos") {
+        const bool value = c.text.substr(c.pos, 4) == "true";
+        if (!value && c.text.substr(c.pos, 5) != "false")
+          c.fail("TagDispatch option " + opt + " must be true or false",
+                 StatusCode::kInvalidArgument);
+        c.pos += value ? 4 : 5;
+        (opt == "stop_eos" ? a.stop_eos : a.loop) = value;
+      } else {
         c.fail("TagDispatch option '" + opt + "' is not supported", StatusCode::kUnimplemented);
       }
     }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The arguments of xgrammar's EBNF macro TagDispatch(("trigger", rule), ...,
 // loop_after_dispatch=true|false, stop_eos=true, stop_str=(), excludes=()), read through the
-// EBNF parser's own cursor so strings and names follow its rules. Other option values (stop_eos
-// false, non-empty stop_str/excludes) are kUnimplemented.
+// EBNF parser's own cursor so strings and names follow its rules. Other options are
+// kUnimplemented.
 #pragma once
 
 #include <functional>
@@ -24,8 +24,8 @@ struct EbnfCursor {
 };
 
 struct TagDispatchArgs {
-  std::vector<std::string> triggers, rules;
-  bool loop = true;
+  std::vector<std::string> triggers, rules, stops, excludes;
+  bool loop = true, stop_eos = true;
 };
 
 // From just after `TagDispatch(` through the closing `)`.

@@ -65,6 +65,11 @@ class SchemaConverter {
                          int depth);
   ExprId key_not_in(const std::vector<std::string>& keys);
   void merge_object_shapes(json& base, json& p, const std::string& path);
+  void merge_alternatives(json& base, json& p, int depth);
+  bool merge_forbidden_keys(json& base, json& p, const std::string& path);
+  std::optional<std::string> first_pattern_match(const std::string& pattern,
+                                                 const std::vector<std::string>& names,
+                                                 const std::string& path);
   std::vector<bool> names_match(const json& pn,
                                 const std::vector<std::string>& names,
                                 const std::string& path);

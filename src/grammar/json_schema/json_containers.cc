@@ -70,20 +70,8 @@ ExprId SchemaConverter::pattern_members(const json& pp,
   for (auto& [pattern, sub] : pp.items()) {
     if (schema && *schema != sub) unsupported(path, "patternProperties with different schemas");
     schema = &sub;
-    RegexOptions raw;
-    raw.search = true;
-    auto pg = regex_to_grammar(pattern, raw);
-    if (!pg) unsupported(path, "patternProperties pattern '" + pattern + "'");
-    auto nfa = NfaGrammar::build(*pg);
-    if (!nfa) unsupported(path, "patternProperties pattern '" + pattern + "'");
-    for (const std::string& name : names) {
-      EarleyParser p(nfa->get());
-      p.reset((*nfa)->rule_start((*nfa)->root()));
-      bool ok = true;
-      for (char c : name) ok = ok && p.push_byte(static_cast<uint8_t>(c));
-      if (ok && p.accepting())
-        unsupported(path, "property '" + name + "' also matching patternProperties");
-    }
+    if (auto name = first_pattern_match(pattern, names, path))
+      unsupported(path, "property '" + *name + "' also matching patternProperties");
     keys.push_back(g_.seq({g_.literal("\""), regex_expr(pattern, true, path), g_.literal("\"")}));
   }
   ExprId colon = g_.seq({ws(), g_.literal(":"), ws()});

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "grammar/json_schema/converter.h"
+#include "grammar/json_schema/not_rewrite.h"
 
 namespace di::grammar {
 
@@ -66,7 +67,16 @@ json SchemaConverter::rewrite_dependencies(const json& s, const std::string& pat
         if (!v.empty()) entries.push_back({k, json{{"required", v}}, kw});
       } else if (v.is_boolean() || v.is_object()) {
         if (kw == "dependentRequired") bad(kw, "values must be arrays of names");
-        if (v != true) entries.push_back({k, v, kw});
+        // `not` in its positive forms first: two demands like {not: {required: [x]}} would
+        // otherwise be two `not`s the merge cannot combine.
+        // A demand that is just `not X` for an object condition X: its negation (as if/else).
+        json demand = rewrite_not(v);
+        if (demand.is_object() && demand.size() == 1 && demand.contains("not") &&
+            demand["not"].is_object()) {
+          json neg = negate_schema(demand["not"]);
+          if (!neg.is_null()) demand = std::move(neg);
+        }
+        if (v != true) entries.push_back({k, demand, kw});
       } else {
         bad(kw, "has a value that is neither a list nor a schema");
       }

@@ -17,6 +17,7 @@ namespace di::grammar {
 // additionalProperties for the rest. Exact; patternProperties would need key intersections.
 void SchemaConverter::merge_object_shapes(json& base, json& p, const std::string& path) {
   const char* kAp = "additionalProperties";
+  if (merge_forbidden_keys(base, p, path)) return;
   if (base.contains("patternProperties") || p.contains("patternProperties") ||
       (base.contains("properties") && !base["properties"].is_object()) ||
       (p.contains("properties") && !p["properties"].is_object()))
@@ -211,7 +212,68 @@ std::optional<ExprId> SchemaConverter::contains_expr(const json& s,
   return g_.seq({g_.literal("["), ws(), g_.ref(rules[idx(0, 0)]), ws(), g_.literal("]")});
 }
 
-// uniqueItems over items from a finite set of scalars (enum/const/boolean/null): each value
+namespace {
+
+// The values of an items schema that is a small integer range (type integer, both bounds,
+// annotations only) or a boolean/null type list; nullopt for anything else. Enumerated values
+// are spelled canonically, which the integer grammar also requires.
+std::optional<std::vector<json>> small_domain(const json& s) {
+  if (!s.is_object() || !s.contains("type")) return std::nullopt;
+  static const char* kAllowed[] = {
+      "type",       "minimum",     "maximum",  "exclusiveMinimum", "exclusiveMaximum",
+      "title",      "description", "default",  "examples",         "$comment",
+      "deprecated", "readOnly",    "writeOnly"};
+  for (const auto& [k, v] : s.items())
+    if (std::find(std::begin(kAllowed), std::end(kAllowed), k) == std::end(kAllowed))
+      return std::nullopt;
+  const json& t = s["type"];
+  if (t.is_array()) {  // e.g. ["boolean", "null"]
+    std::vector<json> out;
+    for (const json& x : t) {
+      if (x == "boolean") {
+        out.push_back(true);
+        out.push_back(false);
+      } else if (x == "null") {
+        out.push_back(nullptr);
+      } else {
+        return std::nullopt;
+      }
+    }
+    return out;
+  }
+  if (t != "integer") return std::nullopt;
+  double lo = -1e300, hi = 1e300;
+  auto bound = [&](const char* key, const char* excl, bool lower) {
+    auto b = s.find(key);
+    auto e = s.find(excl);
+    if (b != s.end() && b->is_number()) {
+      const double x = b->get<double>();
+      const bool strict = e != s.end() && e->is_boolean() && *e == true;  // draft 4
+      if (lower)
+        lo = std::max(lo, strict ? std::floor(x) + 1 : std::ceil(x));
+      else
+        hi = std::min(hi, strict ? std::ceil(x) - 1 : std::floor(x));
+    }
+    if (e != s.end() && e->is_number()) {
+      const double x = e->get<double>();
+      if (lower)
+        lo = std::max(lo, std::floor(x) + 1);
+      else
+        hi = std::min(hi, std::ceil(x) - 1);
+    }
+  };
+  bound("minimum", "exclusiveMinimum", true);
+  bound("maximum", "exclusiveMaximum", false);
+  if (hi - lo >= 8 || std::abs(lo) > 1e15 || std::abs(hi) > 1e15) return std::nullopt;
+  std::vector<json> out;
+  for (double v = lo; v <= hi; ++v) out.push_back(static_cast<int64_t>(v));
+  return out;
+}
+
+}  // namespace
+
+// uniqueItems over items from a finite set of scalars (enum/const/boolean/null, a small integer
+// range): each value
 // has exactly one spelling in the grammar and distinct values have distinct spellings, so
 // rules U(S) over the set S of values written so far are exact. 2^k rules: at most 8 values.
 // Anything else cannot be enforced by a context-free grammar of this size: a strict error,
@@ -231,8 +293,11 @@ std::optional<ExprId> SchemaConverter::unique_items_expr(const json& s,
   if (!plain || s.contains("contains"))
     return refuse("keyword 'uniqueItems' together with tuple items or contains");
   auto vals = finite_values(items, path + "/items");
+  if (!vals) vals = small_domain(items);
   if (!vals || vals->size() > kMaxValues)
-    return refuse("keyword 'uniqueItems' (enforced only for items from at most 8 scalar values)");
+    return refuse(
+        "keyword 'uniqueItems' (enforced only for items from at most 8 scalar values: "
+        "enum/const/boolean/null, an integer range)");
   const size_t k = vals->size();
   std::vector<ExprId> lits;
   for (const json& v : *vals) lits.push_back(as_rule(literal_value(v)));

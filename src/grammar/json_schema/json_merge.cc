@@ -2,7 +2,10 @@
 // allOf (and $ref with siblings) merged into one schema, and the disjointness test oneOf needs.
 #include <algorithm>
 
+#include "grammar/earley.h"
 #include "grammar/json_schema/converter.h"
+#include "grammar/nfa.h"
+#include "grammar/regex/regex_parser.h"
 
 namespace di::grammar {
 
@@ -53,6 +56,7 @@ json SchemaConverter::merge_all_of(const json& s, const std::string& path, int d
       merge_object_shapes(base, p, path);
     if (array_shape(p) && array_shape(base))
       unsupported(path, "allOf parts that both constrain array items");
+    merge_alternatives(base, p, depth);
     for (auto& [k, v] : p.items()) {
       if (!base.contains(k)) {
         base[k] = v;
@@ -89,6 +93,32 @@ json SchemaConverter::merge_all_of(const json& s, const std::string& path, int d
     }
   }
   return base;
+}
+
+// Both parts list alternatives: (A1 | ... | An) and (B1 | ... | Bm) is the anyOf of every
+// (Ai and Bj), exact. A oneOf counts when its branches are disjoint (then it is an anyOf; strict
+// mode refuses other oneOfs anyway), or in lenient mode, which reads oneOf as anyOf. At most 16
+// pairs; otherwise both stay, and the merge below refuses the conflict.
+void SchemaConverter::merge_alternatives(json& base, json& p, int depth) {
+  constexpr size_t kMaxPairs = 16;
+  auto alternatives = [&](const json& x) -> const json* {
+    if (x.contains("anyOf") == x.contains("oneOf")) return nullptr;  // none, or both
+    const json& a = x.contains("anyOf") ? x["anyOf"] : x["oneOf"];
+    if (!a.is_array() || a.empty()) return nullptr;
+    if (x.contains("oneOf") && !opts_.lenient && !one_of_disjoint(a, depth + 1)) return nullptr;
+    return &a;
+  };
+  const json* a = alternatives(base);
+  const json* b = alternatives(p);
+  if (!a || !b || a->size() * b->size() > kMaxPairs) return;
+  json pairs = json::array();
+  for (const json& x : *a)
+    for (const json& y : *b) pairs.push_back(json{{"allOf", json::array({x, y})}});
+  for (json* side : {&base, &p}) {
+    side->erase("anyOf");
+    side->erase("oneOf");
+  }
+  base["anyOf"] = std::move(pairs);
 }
 
 bool SchemaConverter::one_of_disjoint(const json& branches, int depth) {
@@ -180,6 +210,71 @@ bool SchemaConverter::objects_disjoint(const json& a, const json& b) {
     if (!common) return true;
   }
   return false;
+}
+
+namespace {
+
+// Shapes objects only by forbidding keys: properties whose schemas are all false.
+bool forbids_keys_only(const json& x) {
+  if (x.contains("patternProperties") || x.contains("additionalProperties") ||
+      !x.contains("properties") || !x["properties"].is_object())
+    return false;
+  for (const auto& [k, v] : x["properties"].items())
+    if (v != json(false)) return false;
+  return true;
+}
+
+}  // namespace
+
+// One side only forbids keys (dependencies' "k absent" parts: {properties: {k: false}}): the
+// other side's shape (patternProperties included) stays, with those keys forbidden in it. A
+// key it declares gets the false schema; a key it does not declare is added as false when no
+// pattern matches it (additionalProperties would have judged it); a key a pattern matches
+// would need the pattern's keys to exclude it: refused like other shape merges.
+bool SchemaConverter::merge_forbidden_keys(json& base, json& p, const std::string& path) {
+  const bool p_forbids = forbids_keys_only(p);
+  if (!p_forbids && !forbids_keys_only(base)) return false;
+  json& shape = p_forbids ? base : p;
+  const json forbidden = (p_forbids ? p : base)["properties"];
+  if (shape.contains("properties") && !shape["properties"].is_object()) return false;
+  json props = shape.contains("properties") ? shape["properties"] : json::object();
+  for (const auto& [k, v] : forbidden.items()) {
+    if (!props.contains(k) && shape.contains("patternProperties")) {
+      if (!shape["patternProperties"].is_object()) return false;
+      for (const auto& [pattern, sub] : shape["patternProperties"].items())
+        if (first_pattern_match(pattern, {k}, path))
+          unsupported(path, "allOf parts that both constrain object properties ('" + k +
+                                "' matches patternProperties)");
+    }
+    props[k] = false;
+  }
+  json merged = shape;
+  merged["properties"] = props;
+  // The shape keywords now live in base; the forbidding side has none left to merge.
+  for (const char* k : {"properties", "patternProperties", "additionalProperties"}) {
+    if (merged.contains(k)) base[k] = merged[k];
+    p.erase(k);
+  }
+  return true;
+}
+
+// The first of `names` the (unanchored) pattern matches; unsupported patterns are refused.
+std::optional<std::string> SchemaConverter::first_pattern_match(
+    const std::string& pattern, const std::vector<std::string>& names, const std::string& path) {
+  RegexOptions raw;
+  raw.search = true;
+  auto pg = regex_to_grammar(pattern, raw);
+  if (!pg) unsupported(path, "patternProperties pattern '" + pattern + "'");
+  auto nfa = NfaGrammar::build(*pg);
+  if (!nfa) unsupported(path, "patternProperties pattern '" + pattern + "'");
+  for (const std::string& name : names) {
+    EarleyParser parser(nfa->get());
+    parser.reset((*nfa)->rule_start((*nfa)->root()));
+    bool ok = true;
+    for (char c : name) ok = ok && parser.push_byte(static_cast<uint8_t>(c));
+    if (ok && parser.accepting()) return name;
+  }
+  return std::nullopt;
 }
 
 }  // namespace di::grammar

@@ -7,6 +7,7 @@
 
 #include "grammar/json_schema/converter.h"
 #include "grammar/json_schema/not_rewrite.h"
+#include "grammar/json_schema/unevaluated.h"
 
 namespace di::grammar {
 
@@ -102,10 +103,15 @@ void SchemaConverter::unsupported(const std::string& path, const std::string& wh
 void SchemaConverter::check_keywords(const json& s, const std::string& path) {
   if (opts_.lenient) return;
   for (auto& [k, v] : s.items()) {
+    // rewrite_unevaluated has turned the exact cases into additionalProperties/items.
+    if (k == "unevaluatedProperties" || k == "unevaluatedItems")
+      unsupported(path, "keyword '" + k +
+                            "' next to in-place applicators (allOf/anyOf/oneOf/not/if/$ref/"
+                            "dependentSchemas" +
+                            (k == "unevaluatedItems" ? std::string("/contains)") : ")"));
     // rewrite_dependencies has removed (or refused) dependent*/dependencies already.
     if (k == "not" || k == "dependentRequired" || k == "dependentSchemas" || k == "dependencies" ||
-        k == "unevaluatedProperties" || k == "unevaluatedItems" || k == "$dynamicRef" ||
-        k == "$recursiveRef")
+        k == "$dynamicRef" || k == "$recursiveRef")
       unsupported(path, "keyword '" + k + "'");
     // Enforced by the array/object builders, which const/enum values never reach.
     if ((k == "contains" || k == "propertyNames") && (s.contains("const") || s.contains("enum")))
@@ -265,6 +271,12 @@ Grammar SchemaConverter::any_value_grammar() {
 Expected<Grammar> json_schema_to_grammar(const nlohmann::ordered_json& schema,
                                          const JsonSchemaOptions& opts) {
   try {
+    // unevaluated* where it is exactly additionalProperties/items (on a copy, only if used).
+    if (mentions_unevaluated(schema)) {
+      json rewritten = schema;
+      rewrite_unevaluated(rewritten);
+      return SchemaConverter(rewritten, opts).convert();
+    }
     return SchemaConverter(schema, opts).convert();
   } catch (const SchemaError& e) {
     return Status(e.code, e.what());

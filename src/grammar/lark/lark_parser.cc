@@ -73,10 +73,10 @@ class Builder {
     if (i < s.text.size() && s.text[i] == '{')
       fail(s.line, "templates (" + name + "{...}) are not supported");
     if (i < s.text.size() && s.text[i] == '.') {
-      if (terminal_name(name))
-        fail(s.line,
-             "terminal priorities (" + name + ".N) are not supported: they steer Lark's lexer");
-      ++i;  // a rule priority only ranks parses: the language is the same
+      // A rule priority only ranks parses; a terminal priority steers Lark's lexer, which this
+      // scannerless reading does not model (a terminal is just its language): neither changes
+      // the language read here.
+      ++i;
       if (i < s.text.size() && s.text[i] == '-') ++i;
       while (i < s.text.size() && std::isdigit(static_cast<unsigned char>(s.text[i]))) ++i;
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "grammar/structural_tag/structural_tag.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "grammar/aho_corasick.h"
@@ -18,9 +19,22 @@ struct TagError : std::runtime_error {
   throw TagError(path + ": " + what);
 }
 
-// A tag of a triggered_tags format, before it is attached to its trigger.
+// The end strings of the innermost enclosing tag, which an unlimited format consumes itself
+// (xgrammar's "detected end strings"); empty: none, such a format runs to the end of the text.
+using Ends = std::vector<std::string>;
+
+// A format lowered. `unlimited`: free text or a repetition that only the enclosing tag's end
+// can close (any_text, triggered_tags, tags_with_separator, a sequence ending in one, an or of
+// them); its expression already reads that end.
+struct Lowered {
+  ExprId expr = -1;
+  bool unlimited = false;
+};
+
+// A tag, before it is attached to a trigger. `ends` is empty when the content reads the end.
 struct TagParts {
-  std::string begin, end;
+  std::string begin;
+  Ends ends;
   ExprId content = -1;
 };
 
@@ -35,7 +49,7 @@ class Builder {
     const RuleId r = g_.add_rule("root");
     ExprId body;
     if (root.contains("format")) {
-      body = format(root["format"], "format", /*top=*/true);
+      body = format(root["format"], "format", {}).expr;
     } else if (root.contains("structures") || root.contains("triggers")) {
       body = legacy(root);
     } else {
@@ -64,6 +78,33 @@ class Builder {
       fail(path + "." + key, "must be a non-empty array");
     return *it;
   }
+  // An optional array of non-empty strings (excludes).
+  static std::vector<std::string> strings(const OJson& obj,
+                                          const char* key,
+                                          const std::string& path) {
+    std::vector<std::string> out;
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return out;
+    if (!it->is_array()) fail(path + "." + key, "must be an array of non-empty strings");
+    for (size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_string() || (*it)[i].get<std::string>().empty())
+        fail(path + "." + key + "[" + std::to_string(i) + "]", "must be a non-empty string");
+      out.push_back((*it)[i].get<std::string>());
+    }
+    return out;
+  }
+  static Ends non_empty(const Ends& ends) {
+    Ends out;
+    for (const std::string& e : ends)
+      if (!e.empty()) out.push_back(e);
+    return out;
+  }
+
+  ExprId literals(const Ends& ends) {
+    std::vector<ExprId> alts;
+    for (const std::string& e : ends) alts.push_back(g_.literal(e));
+    return alts.size() == 1 ? alts[0] : g_.alt(std::move(alts));
+  }
 
   ExprId schema(const OJson& s, const std::string& path) {
     if (!s.is_object() && !s.is_boolean()) fail(path, "must be a JSON Schema (object)");
@@ -72,7 +113,17 @@ class Builder {
     return g_.ref(g_.import(*sub, "s" + std::to_string(imports_++) + "_"));
   }
 
-  ExprId format(const OJson& f, const std::string& path, bool top) {
+  // Free text watched for `excludes`, closed by one of `ends` (or running to the end).
+  ExprId free_text(const Ends& ends, std::vector<std::string> excludes) {
+    TagDispatchSpec spec;
+    spec.loop = false;
+    spec.stops = ends;
+    spec.excludes = std::move(excludes);
+    spec.stop_eos = ends.empty();
+    return g_.tag_dispatch(std::move(spec));
+  }
+
+  Lowered format(const OJson& f, const std::string& path, const Ends& ends) {
     if (!f.is_object()) fail(path, "must be an object");
     // Request input: bound the recursion (sequence/or/tag nest formats).
     if (++depth_ > kMaxDepth) fail(path, "formats nested deeper than 64");
@@ -81,26 +132,40 @@ class Builder {
       ~Leave() { --d; }
     } leave{depth_};
     const std::string& type = str(f, "type", path);
-    if (type == "const_string") return g_.literal(str(f, "value", path));
+    if (type == "const_string") return {g_.literal(str(f, "value", path)), false};
     if (type == "json_schema") {
       if (!f.contains("json_schema")) fail(path + ".json_schema", "is missing");
-      return schema(f["json_schema"], path + ".json_schema");
+      return {schema(f["json_schema"], path + ".json_schema"), false};
     }
+    if (type == "any_text") return {free_text(ends, strings(f, "excludes", path)), true};
     if (type == "sequence" || type == "or") {
       const OJson& elems = array(f, "elements", path);
       std::vector<ExprId> items;
-      for (size_t i = 0; i < elems.size(); ++i)
-        items.push_back(format(elems[i], path + ".elements[" + std::to_string(i) + "]", false));
-      return type == "sequence" ? g_.seq(std::move(items)) : g_.alt(std::move(items));
+      size_t unlimited = 0;
+      for (size_t i = 0; i < elems.size(); ++i) {
+        const std::string p = path + ".elements[" + std::to_string(i) + "]";
+        const Lowered l = format(elems[i], p, ends);
+        if (l.unlimited && type == "sequence" && i + 1 < elems.size())
+          fail(p,
+               "an unlimited format (any_text, triggered_tags, tags_with_separator) must "
+               "be the last element of a sequence");
+        unlimited += l.unlimited;
+        items.push_back(l.expr);
+      }
+      if (type == "sequence") return {g_.seq(std::move(items)), unlimited > 0};
+      if (unlimited != 0 && unlimited != elems.size())
+        fail(path,
+             "mixes unlimited (any_text, triggered_tags, tags_with_separator) and "
+             "limited elements");
+      return {g_.alt(std::move(items)), unlimited > 0};
     }
     if (type == "tag") {
       TagParts t = tag(f, path);
-      return g_.seq({g_.literal(t.begin), t.content, g_.literal(t.end)});
+      std::vector<ExprId> parts{g_.literal(t.begin), t.content};
+      if (!t.ends.empty()) parts.push_back(literals(t.ends));
+      return {g_.seq(std::move(parts)), false};
     }
     if (type == "triggered_tags") {
-      if (!top) fail(path, "triggered_tags is supported only as the root format");
-      if (auto ex = f.find("excludes"); ex != f.end() && !(ex->is_array() && ex->empty()))
-        fail(path + ".excludes", "is not supported");
       std::vector<std::string> triggers;
       const OJson& tr = array(f, "triggers", path);
       for (size_t i = 0; i < tr.size(); ++i) {
@@ -108,38 +173,78 @@ class Builder {
           fail(path + ".triggers[" + std::to_string(i) + "]", "must be a non-empty string");
         triggers.push_back(tr[i].get<std::string>());
       }
-      std::vector<TagParts> tags;
-      const OJson& ts = array(f, "tags", path);
-      for (size_t i = 0; i < ts.size(); ++i) {
-        const std::string p = path + ".tags[" + std::to_string(i) + "]";
-        if (!ts[i].is_object() || ts[i].value("type", std::string("tag")) != "tag")
-          fail(p, "must be a tag ({\"type\": \"tag\", \"begin\", \"content\", \"end\"})");
-        tags.push_back(tag(ts[i], p));
+      TagDispatchSpec spec;
+      spec.loop = !flag(f, "stop_after_first", path);
+      spec.at_least_one = flag(f, "at_least_one", path);
+      spec.stops = ends;
+      spec.stop_eos = ends.empty();
+      spec.excludes = strings(f, "excludes", path);
+      return {dispatch(triggers, tags(f, path), path, "tags", std::move(spec)), true};
+    }
+    if (type == "tags_with_separator") {
+      std::vector<ExprId> alts;
+      for (TagParts& t : tags(f, path)) {
+        std::vector<ExprId> parts{g_.literal(t.begin), t.content};
+        if (!t.ends.empty()) parts.push_back(literals(t.ends));
+        alts.push_back(g_.seq(std::move(parts)));
       }
-      return dispatch(triggers, tags, path, "tags", flag(f, "at_least_one", path),
-                      flag(f, "stop_after_first", path));
+      const RuleId any = g_.add_rule("tags" + std::to_string(imports_++));
+      g_.set_body(any, g_.alt(std::move(alts)));
+      const std::string& sep = str(f, "separator", path);
+      // One tag only when asked, or when the separator is the closing string (as xgrammar).
+      const bool once = flag(f, "stop_after_first", path) ||
+                        std::find(ends.begin(), ends.end(), sep) != ends.end();
+      ExprId body = once ? g_.ref(any)
+                         : g_.seq({g_.ref(any), g_.star(g_.seq({g_.literal(sep), g_.ref(any)}))});
+      if (!flag(f, "at_least_one", path)) body = g_.opt(body);
+      if (!ends.empty()) body = g_.seq({body, literals(ends)});
+      return {body, true};
     }
     fail(path + ".type", "'" + type +
-                             "' is not supported (const_string, json_schema, sequence, or, tag, "
-                             "triggered_tags; any_text as a tag's content)");
+                             "' is not supported (const_string, json_schema, any_text, sequence, "
+                             "or, tag, triggered_tags, tags_with_separator)");
+  }
+
+  std::vector<TagParts> tags(const OJson& f, const std::string& path) {
+    std::vector<TagParts> out;
+    const OJson& ts = array(f, "tags", path);
+    for (size_t i = 0; i < ts.size(); ++i) {
+      const std::string p = path + ".tags[" + std::to_string(i) + "]";
+      if (!ts[i].is_object() || ts[i].value("type", std::string("tag")) != "tag")
+        fail(p, "must be a tag ({\"type\": \"tag\", \"begin\", \"content\", \"end\"})");
+      out.push_back(tag(ts[i], p));
+    }
+    return out;
   }
 
   TagParts tag(const OJson& f, const std::string& path) {
     TagParts t;
     t.begin = str(f, "begin", path);
-    t.end = str(f, "end", path);
+    auto e = f.find("end");
+    if (e != f.end() && e->is_array() && !e->empty()) {
+      for (size_t i = 0; i < e->size(); ++i) {
+        if (!(*e)[i].is_string())
+          fail(path + ".end[" + std::to_string(i) + "]", "must be a string");
+        t.ends.push_back((*e)[i].get<std::string>());
+      }
+    } else if (e != f.end() && e->is_string()) {
+      t.ends.push_back(e->get<std::string>());
+    } else {
+      fail(path + ".end", "must be a string or a non-empty array of strings");
+    }
     auto c = f.find("content");
     if (c == f.end()) fail(path + ".content", "is missing");
-    if (c->is_object() && c->value("type", std::string()) == "any_text") {
-      // Free text up to the first occurrence of `end`, which closes the tag.
-      if (t.end.empty()) fail(path + ".end", "must be non-empty after any_text content");
-      const RuleId none = g_.add_rule("t" + std::to_string(imports_++) + "_end");
-      g_.set_body(none, g_.empty());
-      t.content = g_.tag_dispatch(TagDispatchSpec{{t.end}, {none}, false, true});
-      t.end.clear();
-      return t;
+    const Ends closing = non_empty(t.ends);
+    const Lowered l = format(*c, path + ".content", closing);
+    t.content = l.expr;
+    if (l.unlimited) {
+      // The content reads the end itself (free text stops at its first occurrence).
+      if (closing.empty())
+        fail(path + ".end",
+             "must be non-empty after unlimited content (any_text, "
+             "triggered_tags, tags_with_separator)");
+      t.ends.clear();
     }
-    t.content = format(*c, path + ".content", false);
     return t;
   }
 
@@ -149,8 +254,7 @@ class Builder {
                   const std::vector<TagParts>& tags,
                   const std::string& path,
                   const char* tags_field,
-                  bool at_least_one,
-                  bool stop_after_first) {
+                  TagDispatchSpec spec) {
     const AhoCorasick ac(triggers);
     std::vector<std::vector<ExprId>> alts(triggers.size());
     for (size_t i = 0; i < tags.size(); ++i) {
@@ -162,12 +266,11 @@ class Builder {
       if (t < 0 || k != triggers[t].size())
         fail(path + "." + tags_field + "[" + std::to_string(i) + "].begin",
              "'" + tags[i].begin + "' must start with one of the triggers");
-      alts[t].push_back(g_.seq({g_.literal(std::string_view(tags[i].begin).substr(k)),
-                                tags[i].content, g_.literal(tags[i].end)}));
+      std::vector<ExprId> parts{g_.literal(std::string_view(tags[i].begin).substr(k)),
+                                tags[i].content};
+      if (!tags[i].ends.empty()) parts.push_back(literals(tags[i].ends));
+      alts[t].push_back(g_.seq(std::move(parts)));
     }
-    TagDispatchSpec spec;
-    spec.loop = !stop_after_first;
-    spec.at_least_one = at_least_one;
     for (size_t t = 0; t < triggers.size(); ++t) {
       if (alts[t].empty())
         fail(path + ".triggers[" + std::to_string(t) + "]",
@@ -196,12 +299,12 @@ class Builder {
       if (!st[i].is_object()) fail(p, "must be an object");
       TagParts t;
       t.begin = str(st[i], "begin", p);
-      t.end = str(st[i], "end", p);
+      t.ends = {str(st[i], "end", p)};
       if (!st[i].contains("schema")) fail(p + ".schema", "is missing");
       t.content = schema(st[i]["schema"], p + ".schema");
       tags.push_back(std::move(t));
     }
-    return dispatch(triggers, tags, "structural_tag", "structures", false, false);
+    return dispatch(triggers, tags, "structural_tag", "structures", TagDispatchSpec{});
   }
 
   static constexpr int kMaxDepth = 64;

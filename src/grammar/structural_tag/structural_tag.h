@@ -5,11 +5,17 @@
 //            "triggers": [...]}
 //   format  {"type": "structural_tag", "format": F} with F one of
 //            {"type": "const_string", "value"}, {"type": "json_schema", "json_schema"},
-//            {"type": "sequence", "elements"}, {"type": "or", "elements"},
-//            {"type": "tag", "begin", "content", "end"} (content may also be {"type": "any_text"}),
-//            {"type": "triggered_tags", "triggers", "tags", "at_least_one", "stop_after_first"}
-//            (only as the root format).
-// Triggers become a TagDispatch (ir.h); each tag belongs to the trigger its begin starts with.
+//            {"type": "any_text", "excludes"}, {"type": "sequence", "elements"},
+//            {"type": "or", "elements"}, {"type": "tag", "begin", "content", "end"} (end: a
+//            string or an array of them),
+//            {"type": "triggered_tags", "triggers", "tags", "excludes", "at_least_one",
+//             "stop_after_first"},
+//            {"type": "tags_with_separator", "tags", "separator", "at_least_one",
+//             "stop_after_first"}.
+// any_text, triggered_tags and tags_with_separator are "unlimited": inside a tag they run up to
+// the tag's end string (which they read themselves, as xgrammar does), elsewhere to the end of
+// the text, so they must come last in a sequence. Triggers become a TagDispatch (ir.h) whose
+// stop string is that end; each tag belongs to the trigger its begin starts with.
 // Errors are kInvalidArgument naming the field ("structural_tag: format.tags[1].begin: ...").
 #pragma once
 

@@ -85,6 +85,46 @@ TEST(GrammarConstraint, StructuralTagDispatch) {
             std::string::npos);
 }
 
+// xgrammar's newer structural-tag formats through the request path: a triggered_tags nested in
+// a tag (with excludes) and a tags_with_separator compile; what stays unsupported is a 400 that
+// names the field.
+TEST(GrammarConstraint, StructuralTagFormatsAndTheir400s) {
+  grammar::Vocabulary v;
+  v.token_bytes = {"<eos>", "a", "<", "<r>", "</r>", "<t>", "</t>", "1", ",", "bad"};
+  v.special_ids = {0};
+  v.eos_id = 0;
+  grammar::GrammarCompiler compiler(grammar::TokenTrie::build(v));
+  auto nested = parse_ok(R"({"response_format": {"type": "structural_tag", "format": {
+      "type": "tag", "begin": "<r>", "end": "</r>", "content": {"type": "triggered_tags",
+      "triggers": ["<t"], "excludes": ["bad"], "tags": [{"begin": "<t>", "end": "</t>",
+      "content": {"type": "json_schema", "json_schema": {"type": "integer"}}}]}}}})");
+  ASSERT_TRUE(nested);
+  auto g = compiler.compile_structural_tag(nested->text);
+  ASSERT_TRUE(g) << g.status().message();
+  GrammarConstraint c(*g, std::nullopt);
+  for (int32_t t : {3, 1, 5, 7, 6}) c.accept(t);  // <r>a<t>1</t>
+  std::vector<float> logits(10, 0.0f);
+  c.apply(logits);
+  EXPECT_TRUE(std::isfinite(logits[4]));   // </r> closes the tag
+  EXPECT_FALSE(std::isfinite(logits[9]));  // "bad" is excluded from the free text
+  EXPECT_FALSE(std::isfinite(logits[0]));  // not before </r>
+  auto sep = parse_ok(R"({"structured_outputs": {"structural_tag": {"type": "structural_tag",
+      "format": {"type": "tags_with_separator", "separator": ",", "tags": [{"begin": "<t>",
+      "end": "</t>", "content": {"type": "const_string", "value": "1"}}]}}}})");
+  ASSERT_TRUE(sep);
+  EXPECT_TRUE(compiler.compile_structural_tag(sep->text)) << sep->text;
+  auto middle = parse_ok(R"({"response_format": {"type": "structural_tag", "format": {
+      "type": "sequence", "elements": [{"type": "any_text"},
+      {"type": "const_string", "value": "x"}]}}})");
+  ASSERT_TRUE(middle);
+  auto bad = compiler.compile_structural_tag(middle->text);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("format.elements[0]: an unlimited format"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 TEST(StructuredOutputParse, ErrorsSayWhy) {
   EXPECT_NE(parse_error(R"({"regex": "a", "guided_choice": ["a"]})").find("at most one"),
             std::string::npos);

@@ -66,6 +66,11 @@ TEST(ToolChoice, BadValuesAre400sNamingTheField) {
     ASSERT_FALSE(r.has_value()) << extra.dump();
     EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
   }
+  for (const json& v : {json("no"), json(0), json::array()}) {
+    auto r = chat({{"parallel_tool_calls", v}});
+    ASSERT_FALSE(r.has_value()) << v.dump();
+    EXPECT_EQ(r.status().message(), "body.parallel_tool_calls: must be a boolean");
+  }
   auto no_tools = chat({{"tool_choice", "required"}}, /*with_tools=*/false);
   ASSERT_FALSE(no_tools.has_value());
   EXPECT_NE(no_tools.status().message().find("only allowed when tools are given"),
@@ -149,6 +154,81 @@ TEST(ToolCallGrammar, ForcesParsableCallsWithValidArguments) {
   EXPECT_TRUE(matches(named, block(call("ping", ""))));
   EXPECT_FALSE(matches(named, block(call("ping", "") + "\n" + call("ping", ""))));  // one call
   EXPECT_FALSE(matches(named, block(weather)));
+}
+
+// parallel_tool_calls (OpenAI): false = at most one call; true/absent = as before.
+TEST(ToolChoice, ParallelToolCallsFalseAllowsOneCall) {
+  auto spec_of_request = [](const Expected<OpenAIRequest>& r) {
+    EXPECT_TRUE(r.has_value()) << r.status().message();
+    return r && r->params.structured_output ? OJson::parse(r->params.structured_output->text)
+                                            : OJson();
+  };
+  // required + false: a single call.
+  OJson req = spec_of_request(chat({{"tool_choice", "required"}, {"parallel_tool_calls", false}}));
+  EXPECT_EQ(req["single"], true);
+  EXPECT_FALSE(req.contains("optional"));
+  EXPECT_FALSE(spec_of_request(chat({{"tool_choice", "required"}, {"parallel_tool_calls", true}}))
+                   .contains("single"));
+  // auto (or absent) + false: an optional single-call block.
+  for (const json& extra : {json{{"tool_choice", "auto"}, {"parallel_tool_calls", false}},
+                            json{{"parallel_tool_calls", false}}}) {
+    OJson aut = spec_of_request(chat(extra));
+    EXPECT_EQ(aut["single"], true) << extra.dump();
+    EXPECT_EQ(aut["optional"], true);
+  }
+  // Nothing changes for true, none, no tools, or next to another structured output.
+  EXPECT_TRUE(spec_of_request(chat({{"parallel_tool_calls", true}})).is_null());
+  EXPECT_TRUE(
+      spec_of_request(chat({{"tool_choice", "none"}, {"parallel_tool_calls", false}})).is_null());
+  EXPECT_TRUE(spec_of_request(chat({{"parallel_tool_calls", false}}, false)).is_null());
+  auto with_regex =
+      chat({{"parallel_tool_calls", false}, {"structured_outputs", {{"regex", "a+"}}}});
+  ASSERT_TRUE(with_regex.has_value()) << with_regex.status().message();
+  EXPECT_EQ(with_regex->params.structured_output->kind, StructuredOutput::Kind::kRegex);
+  auto named = chat({{"tool_choice", {{"type", "function"}, {"function", {{"name", "ping"}}}}},
+                     {"parallel_tool_calls", false}});
+  EXPECT_EQ(spec_of_request(named)["name"], "ping");
+
+  // The grammars: required + single = exactly one call; auto + single = free text with at most
+  // one block of one call, which ends the reply.
+  OJson one = spec_of(std::nullopt);
+  one["single"] = true;
+  auto single = compile(one);
+  ASSERT_TRUE(single);
+  const std::string ping = call("ping", "");
+  EXPECT_TRUE(matches(single, block(ping)));
+  EXPECT_FALSE(matches(single, block(ping + "\n" + ping)));
+  one["optional"] = true;
+  auto optional = compile(one);
+  ASSERT_TRUE(optional);
+  EXPECT_TRUE(matches(optional, ""));
+  EXPECT_TRUE(matches(optional, "Plain answer, no tools."));
+  EXPECT_TRUE(matches(optional, "Let me check. " + block(ping)));
+  EXPECT_FALSE(matches(optional, "x " + block(ping + "\n" + ping)));
+  EXPECT_FALSE(matches(optional, block(ping) + " more"));
+  EXPECT_FALSE(matches(optional, block(ping) + block(ping)));
+  EXPECT_FALSE(matches(optional, "<｜DSML｜ invoke name=\"ping\">"));  // a block, not free text
+  // With auto, a tool whose schema DSML cannot carry takes any parameters (auto never checked
+  // arguments): no 400 for parallel_tool_calls false.
+  OJson odd = {{"tools", {{{"name", "f"}, {"parameters", {{"anyOf", OJson::array()}}}}}},
+               {"name", nullptr},
+               {"single", true},
+               {"optional", true}};
+  auto loose = compile(odd);
+  ASSERT_TRUE(loose);
+  const std::string any = call("f", param("x y", false, "[1, 2") + param("z", true, "free <b>"));
+  EXPECT_TRUE(matches(loose, "ok " + block(any)));
+  EXPECT_FALSE(matches(loose, "ok " + block(any + "\n" + any)));
+  EXPECT_FALSE(matches(loose, block(call("f", param("x", true, "a｜b")))));
+  odd.erase("optional");
+  EXPECT_FALSE(tool_call_grammar(odd).has_value());  // required: still a 400
+  // The parser reads the allowed reply as content plus one call.
+  recipe::ResponseParser parser({false, {}});
+  recipe::ParsedResponse parsed;
+  recipe::accumulate(parsed, parser.push("Let me check. " + block(ping)));
+  recipe::accumulate(parsed, parser.finish());
+  ASSERT_EQ(parsed.tool_calls.size(), 1u);
+  EXPECT_EQ(parsed.tool_calls[0].name, "ping");
 }
 
 // tool_choice "none": the same DSML block stays content (vLLM does not parse calls then).

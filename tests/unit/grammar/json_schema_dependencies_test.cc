@@ -4,6 +4,9 @@
 // errors naming the keyword otherwise, ignored when lenient.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <set>
+
 #include "schema_helper.h"
 
 namespace di::grammar {
@@ -62,6 +65,60 @@ TEST(grammar_json_schema_dependencies, DependentSchemas) {
   ASSERT_TRUE(never.ok()) << never.status().message();
   EXPECT_TRUE(never.accepts(R"({"b": 1})"));
   EXPECT_FALSE(never.accepts(R"({"a": 1})"));
+}
+
+// Every subset of keys a..e (in schema order, values 1) against a predicate over the subset.
+void expect_subsets(const Schema& s, const std::function<bool(const std::set<char>&)>& valid) {
+  for (int m = 0; m < 32; ++m) {
+    std::set<char> keys;
+    std::string text = "{";
+    for (int i = 0; i < 5; ++i) {
+      if (!(m >> i & 1)) continue;
+      keys.insert(static_cast<char>('a' + i));
+      text +=
+          std::string(text.size() > 1 ? ", " : "") + "\"" + static_cast<char>('a' + i) + "\": 1";
+    }
+    text += "}";
+    EXPECT_EQ(s.accepts(text), valid(keys)) << text;
+  }
+}
+
+// Demands the merge used to refuse: `not {required}` on both sides (mutual exclusion), `not` of
+// an object condition, alternatives on both sides, a shape with patternProperties.
+TEST(grammar_json_schema_dependencies, DemandsWithNotAlternativesAndPatterns) {
+  const std::string props = R"("properties":{"a":{},"b":{},"c":{},"d":{},"e":{}})";
+  Schema exclusive("{" + props + R"(,"dependencies":{"a":{"not":{"required":["b"]}},
+                                    "b":{"not":{"required":["a"]}}}})");
+  ASSERT_TRUE(exclusive.ok()) << exclusive.status().message();
+  expect_subsets(exclusive,
+                 [](const std::set<char>& k) { return !(k.count('a') && k.count('b')); });
+  Schema both_alts("{" + props + R"(,"anyOf":[{"required":["a"]},{"required":["b"]}],
+      "dependencies":{"c":{"anyOf":[{"required":["d"]},{"required":["e"]}]}}})");
+  ASSERT_TRUE(both_alts.ok()) << both_alts.status().message();
+  expect_subsets(both_alts, [](const std::set<char>& k) {
+    return (k.count('a') || k.count('b')) && (!k.count('c') || k.count('d') || k.count('e'));
+  });
+  Schema negated(R"({"dependencies":{"a":{"not":{"properties":{"b":{"type":"string"}},
+                                                  "required":["b"]}}}})");
+  ASSERT_TRUE(negated.ok()) << negated.status().message();
+  // (The negation declares b, so b comes first: properties are written in schema order.)
+  EXPECT_FALSE(negated.accepts(R"({"b": "x", "a": 1})"));
+  EXPECT_TRUE(negated.accepts(R"({"b": 2, "a": 1})"));
+  EXPECT_TRUE(negated.accepts(R"({"a": 1})"));
+  EXPECT_TRUE(negated.accepts(R"({"b": "x"})"));
+  Schema patterns(R"({"type":"object","properties":{"m":{},"s":{}},"patternProperties":{"^x-":{}},
+                      "additionalProperties":false,"dependencies":{"s":["m"]}})");
+  ASSERT_TRUE(patterns.ok()) << patterns.status().message();
+  EXPECT_TRUE(patterns.accepts(R"({"m": 1, "s": 2})"));
+  EXPECT_TRUE(patterns.accepts(R"({"m": 1, "x-a": 2})"));
+  EXPECT_FALSE(patterns.accepts(R"({"s": 1})"));
+  EXPECT_FALSE(patterns.accepts(R"({"s": 1, "x-a": 2})"));
+  EXPECT_FALSE(patterns.accepts(R"({"q": 1})"));
+  // A key that a pattern also matches: still refused, naming the keyword.
+  Schema matched(R"({"type":"object","patternProperties":{"^s":{}},"additionalProperties":false,
+                     "dependencies":{"s":["m"]}})");
+  ASSERT_FALSE(matched.ok());
+  EXPECT_NE(matched.status().message().find("dependencies"), std::string::npos);
 }
 
 TEST(grammar_json_schema_dependencies, RefusedFormsNameTheKeyword) {

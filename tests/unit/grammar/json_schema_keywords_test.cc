@@ -97,6 +97,93 @@ TEST(grammar_json_schema_keywords, UniqueItemsOverFiniteItems) {
   EXPECT_FALSE(Schema(R"({"enum":[[1,1]],"uniqueItems":true})").ok());
 }
 
+// uniqueItems over a small integer range or a boolean/null type list: every array of up to 3
+// elements from a wider set against the definition (in range, pairwise distinct).
+TEST(grammar_json_schema_keywords, UniqueItemsOverSmallDomains) {
+  Schema ints(R"({"type":"array","items":{"type":"integer","minimum":0,"exclusiveMaximum":3.5,
+                  "description":"small"},"uniqueItems":true})");
+  ASSERT_TRUE(ints.ok()) << ints.status().message();
+  const std::vector<std::string> values = {"-1", "0", "1", "2", "3", "4", "1.5", "\"1\""};
+  std::vector<std::vector<int>> arrays{{}};
+  for (size_t i = 0; i < arrays.size(); ++i)
+    if (arrays[i].size() < 3)
+      for (int v = 0; v < static_cast<int>(values.size()); ++v) {
+        arrays.push_back(arrays[i]);
+        arrays.back().push_back(v);
+      }
+  for (const auto& a : arrays) {
+    std::string text = "[";
+    bool valid = true;
+    for (size_t i = 0; i < a.size(); ++i) {
+      text += (i ? "," : "") + values[a[i]];
+      valid = valid && a[i] >= 1 && a[i] <= 4;  // 0..3
+      for (size_t j = 0; j < i; ++j) valid = valid && a[j] != a[i];
+    }
+    text += "]";
+    EXPECT_EQ(ints.accepts(text), valid) << text;
+  }
+  Schema draft4(R"({"items":{"type":"integer","minimum":1,"exclusiveMinimum":true,
+                    "maximum":3},"uniqueItems":true})");
+  ASSERT_TRUE(draft4.ok()) << draft4.status().message();
+  EXPECT_TRUE(draft4.accepts("[3, 2]"));
+  EXPECT_FALSE(draft4.accepts("[1]"));
+  EXPECT_FALSE(draft4.accepts("[2, 2]"));
+  Schema bn(R"({"items":{"type":["boolean","null"]},"uniqueItems":true})");
+  ASSERT_TRUE(bn.ok()) << bn.status().message();
+  EXPECT_TRUE(bn.accepts("[null, true, false]"));
+  EXPECT_FALSE(bn.accepts("[null, null]"));
+  EXPECT_FALSE(bn.accepts("[1]"));
+  // Too many values, one bound, or other keywords: still refused.
+  for (const char* items :
+       {R"({"type":"integer","minimum":0,"maximum":8})", R"({"type":"integer","minimum":0})",
+        R"({"type":"integer","minimum":0,"maximum":3,"multipleOf":2})"}) {
+    Schema refused(std::string(R"({"items":)") + items + R"(,"uniqueItems":true})");
+    ASSERT_FALSE(refused.ok()) << items;
+    EXPECT_NE(refused.status().message().find("uniqueItems"), std::string::npos);
+  }
+}
+
+// unevaluatedProperties / unevaluatedItems without in-place applicators are additionalProperties
+// / items; next to applicators they stay strict errors.
+TEST(grammar_json_schema_keywords, UnevaluatedWithoutApplicators) {
+  Schema props(R"({"type":"object","properties":{"a":{"type":"integer"}},
+                   "unevaluatedProperties":false})");
+  ASSERT_TRUE(props.ok()) << props.status().message();
+  EXPECT_TRUE(props.accepts(R"({"a": 1})"));
+  EXPECT_TRUE(props.accepts("{}"));
+  EXPECT_FALSE(props.accepts(R"({"a": 1, "b": 2})"));
+  Schema typed(
+      R"({"properties":{"a":{"type":"integer"}},"unevaluatedProperties":{"type":"string"}})");
+  ASSERT_TRUE(typed.ok()) << typed.status().message();
+  EXPECT_TRUE(typed.accepts(R"({"a": 1, "b": "s"})"));
+  EXPECT_FALSE(typed.accepts(R"({"b": 2})"));
+  // Next to additionalProperties it is vacuous.
+  Schema vacuous(R"({"additionalProperties":{"type":"integer"},"unevaluatedProperties":false})");
+  ASSERT_TRUE(vacuous.ok()) << vacuous.status().message();
+  EXPECT_TRUE(vacuous.accepts(R"({"b": 2})"));
+  Schema items(R"({"prefixItems":[{"type":"string"}],"unevaluatedItems":false})");
+  ASSERT_TRUE(items.ok()) << items.status().message();
+  EXPECT_TRUE(items.accepts(R"(["a"])"));
+  EXPECT_FALSE(items.accepts(R"(["a", 1])"));
+  Schema tuple(R"({"items":[{"type":"string"}],"unevaluatedItems":{"type":"integer"}})");
+  ASSERT_TRUE(tuple.ok()) << tuple.status().message();
+  EXPECT_TRUE(tuple.accepts(R"(["a", 1, 2])"));
+  EXPECT_FALSE(tuple.accepts(R"(["a", "b"])"));
+  Schema covered(R"({"items":{"type":"integer"},"unevaluatedItems":false})");
+  ASSERT_TRUE(covered.ok()) << covered.status().message();
+  EXPECT_TRUE(covered.accepts("[1, 2]"));
+  for (const char* refused :
+       {R"({"allOf":[{"properties":{"a":{}}}],"unevaluatedProperties":false})",
+        R"({"anyOf":[{"properties":{"a":{}}}],"unevaluatedProperties":false})",
+        R"({"contains":{"type":"string"},"unevaluatedItems":false})"}) {
+    Schema s(refused);
+    ASSERT_FALSE(s.ok()) << refused;
+    EXPECT_NE(s.status().message().find("next to in-place applicators"), std::string::npos)
+        << s.status().message();
+    EXPECT_TRUE(Schema(refused, lenient()).ok()) << refused;
+  }
+}
+
 TEST(grammar_json_schema_keywords, IfThenElse) {
   Schema s(R"({"type":"object","properties":{"c":{"enum":["us","ca"]},"z":{"type":"string"}},
                "if":{"properties":{"c":{"const":"us"}}},

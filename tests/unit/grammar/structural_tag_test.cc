@@ -77,6 +77,102 @@ TEST(grammar_structural_tag, AnyTextContentEndsAtTheEndString) {
   EXPECT_FALSE(matches(cg, "<r>a</r>b</r>!"));  // the first </r> closes the tag
 }
 
+// excludes: strings the free text of triggered_tags may not contain (tag contents may).
+TEST(grammar_structural_tag, TriggeredTagsExcludes) {
+  auto cg = compile(R"({"format": {"type": "triggered_tags", "triggers": ["<t"],
+      "excludes": ["<|end|>", "bad"],
+      "tags": [{"begin": "<t>", "content": {"type": "any_text"}, "end": "</t>"}]}})");
+  ASSERT_TRUE(cg);
+  EXPECT_TRUE(matches(cg, "fine text <t>bad is fine here</t> and after"));
+  EXPECT_FALSE(matches(cg, "this is bad"));
+  EXPECT_FALSE(matches(cg, "x <|end|>"));
+  EXPECT_FALSE(matches(cg,
+                       "<t>x</t> ba"
+                       "d"));  // also after a tag
+  EXPECT_TRUE(matches(cg, "ba ad <|end|"));
+}
+
+// triggered_tags as a tag's content: free text and tags up to the tag's end, which closes it.
+TEST(grammar_structural_tag, NestedTriggeredTags) {
+  auto cg = compile(R"({"format": {"type": "sequence", "elements": [
+      {"type": "tag", "begin": "<r>", "end": "</r>", "content": {"type": "triggered_tags",
+       "triggers": ["<t"], "tags": [{"begin": "<t>", "end": "</t>",
+                                     "content": {"type": "json_schema",
+                                                 "json_schema": {"type": "integer"}}}]}},
+      {"type": "const_string", "value": "!"}]}})");
+  ASSERT_TRUE(cg);
+  EXPECT_TRUE(matches(cg, "<r></r>!"));
+  EXPECT_TRUE(matches(cg, "<r>a <t>12</t> b <t>3</t></r>!"));
+  EXPECT_FALSE(matches(cg, "<r>a <t>x</t></r>!"));  // the tag's content
+  EXPECT_FALSE(matches(cg, "<r>a </r> b</r>!"));    // the first </r> ends the free text
+  EXPECT_FALSE(matches(cg, "<r>a"));
+  // stop_after_first inside a tag: one tag, then the end directly.
+  auto once = compile(R"({"format": {"type": "tag", "begin": "<r>", "end": "</r>",
+      "content": {"type": "triggered_tags", "triggers": ["<t"], "stop_after_first": true,
+                  "at_least_one": true, "tags": [{"begin": "<t>", "end": "</t>",
+                  "content": {"type": "const_string", "value": "1"}}]}}})");
+  ASSERT_TRUE(once);
+  EXPECT_TRUE(matches(once, "<r>x <t>1</t></r>"));
+  EXPECT_FALSE(matches(once, "<r>x</r>"));  // at_least_one
+  EXPECT_FALSE(matches(once, "<r><t>1</t> y</r>"));
+  EXPECT_FALSE(matches(once, "<r><t>1</t><t>1</t></r>"));
+}
+
+TEST(grammar_structural_tag, TagsWithSeparator) {
+  const std::string tags = R"("tags": [{"begin": "<a>", "end": "</a>",
+      "content": {"type": "json_schema", "json_schema": {"enum": [1, 2]}}},
+      {"begin": "<b>", "end": "</b>", "content": {"type": "const_string", "value": "x"}}])";
+  auto top =
+      compile(R"({"format": {"type": "tags_with_separator", "separator": ",", )" + tags + "}}");
+  ASSERT_TRUE(top);
+  EXPECT_TRUE(matches(top, ""));
+  EXPECT_TRUE(matches(top, "<a>1</a>"));
+  EXPECT_TRUE(matches(top, "<a>1</a>,<b>x</b>,<a>2</a>"));
+  EXPECT_FALSE(matches(top, "<a>1</a>,"));
+  EXPECT_FALSE(matches(top, "<a>1</a> <b>x</b>"));  // no other text
+  EXPECT_FALSE(matches(top, "<a>3</a>"));
+  auto one = compile(R"({"format": {"type": "tags_with_separator", "separator": ",",
+      "at_least_one": true, "stop_after_first": true, )" +
+                     tags + "}}");
+  ASSERT_TRUE(one);
+  EXPECT_FALSE(matches(one, ""));
+  EXPECT_TRUE(matches(one, "<b>x</b>"));
+  EXPECT_FALSE(matches(one, "<b>x</b>,<b>x</b>"));
+  // Inside a tag: the tags, then the tag's end (read by the tags_with_separator).
+  auto nested = compile(R"({"format": {"type": "tag", "begin": "[", "end": "]",
+      "content": {"type": "tags_with_separator", "separator": ";", )" +
+                        tags + "}}}");
+  ASSERT_TRUE(nested);
+  EXPECT_TRUE(matches(nested, "[]"));
+  EXPECT_TRUE(matches(nested, "[<a>2</a>;<b>x</b>]"));
+  EXPECT_FALSE(matches(nested, "[<a>2</a>;]"));
+  EXPECT_FALSE(matches(nested, "[<a>2</a>]]"));
+  // A separator equal to the end: one tag (xgrammar's rule, no ambiguity).
+  auto same = compile(R"({"format": {"type": "tag", "begin": "[", "end": ";",
+      "content": {"type": "tags_with_separator", "separator": ";", )" +
+                      tags + "}}}");
+  ASSERT_TRUE(same);
+  EXPECT_TRUE(matches(same, "[<a>2</a>;"));
+  EXPECT_FALSE(matches(same, "[<a>2</a>;<a>1</a>;"));
+}
+
+// any_text outside a tag runs to the end of the text (excludes apply); end arrays.
+TEST(grammar_structural_tag, AnyTextAndEndArrays) {
+  auto cg = compile(R"({"format": {"type": "sequence", "elements": [
+      {"type": "tag", "begin": "<r>", "end": ["</r>", "</R>"],
+       "content": {"type": "const_string", "value": "v"}},
+      {"type": "any_text", "excludes": ["<r>"]}]}})");
+  ASSERT_TRUE(cg);
+  EXPECT_TRUE(matches(cg, "<r>v</R> anything"));
+  EXPECT_TRUE(matches(cg, "<r>v</r>"));
+  EXPECT_FALSE(matches(cg, "<r>v</r> then <r>"));
+  auto two = compile(R"({"format": {"type": "tag", "begin": "<r>", "end": ["</r>", "</R>"],
+      "content": {"type": "any_text"}}})");
+  ASSERT_TRUE(two);
+  EXPECT_TRUE(matches(two, "<r>a b</R>"));
+  EXPECT_FALSE(matches(two, "<r>a</R> b</r>"));
+}
+
 TEST(grammar_structural_tag, ErrorsNameTheField) {
   EXPECT_NE(error_of("[1]").find("must be a JSON object"), std::string::npos);
   EXPECT_NE(error_of(R"({"type": "structural_tag"})").find("needs 'format'"), std::string::npos);
@@ -93,8 +189,27 @@ TEST(grammar_structural_tag, ErrorsNameTheField) {
             std::string::npos);
   EXPECT_NE(error_of(R"({"format": {"type": "sequence", "elements": [{"type": "triggered_tags",
                          "triggers": ["a"], "tags": [{"begin": "a", "content":
-                         {"type": "const_string", "value": ""}, "end": ""}]}]}})")
-                .find("format.elements[0]: triggered_tags is supported only as the root"),
+                         {"type": "const_string", "value": ""}, "end": ""}]},
+                         {"type": "const_string", "value": "x"}]}})")
+                .find("format.elements[0]: an unlimited format (any_text, triggered_tags, "
+                      "tags_with_separator) must be the last element of a sequence"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"format": {"type": "or", "elements": [{"type": "any_text"},
+                         {"type": "const_string", "value": "x"}]}})")
+                .find("format: mixes unlimited"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"format": {"type": "tag", "begin": "<a>", "end": "",
+                         "content": {"type": "any_text"}}})")
+                .find("format.end: must be non-empty after unlimited content"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"format": {"type": "triggered_tags", "triggers": ["<a"],
+                         "excludes": ["x", ""], "tags": [{"begin": "<a>", "end": "</a>",
+                         "content": {"type": "const_string", "value": "1"}}]}})")
+                .find("format.excludes[1]: must be a non-empty string"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"format": {"type": "tags_with_separator", "separator": 1, "tags":
+                         [{"begin": "<a>", "end": "</a>", "content": {"type": "any_text"}}]}})")
+                .find("format.separator: must be a string"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"format": {"type": "json_schema", "json_schema": {"type": "nope"}}})")
                 .find("format.json_schema:"),
