@@ -263,6 +263,11 @@ Status Model::forward(ForwardContext& ctx,
   if (selection && selection->full.size() != logits_rows.size()) {
     return invalid_argument("forward: the logits selection needs one entry per logits row");
   }
+  if (selection && selection->params.size() != selection->full.size() &&
+      std::find(selection->full.begin(), selection->full.end(), kLogitsSample) !=
+          selection->full.end()) {
+    return invalid_argument("forward: sampled rows need one RowParams per logits row");
+  }
   DI_RETURN_IF_ERROR(begin_forward(ctx));
   for (int64_t r : logits_rows) {
     if (r < 0 || r >= ctx.num_rows) return invalid_argument("forward: logits row out of range");
