@@ -1,5 +1,6 @@
 #include "api/grammar_constraint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -139,6 +140,27 @@ void GrammarConstraint::apply(std::span<float> logits) {
   // the text rather than draw from an empty distribution.
   const int32_t eos = matcher_.grammar().trie().eos_id();
   if (!any && eos >= 0 && static_cast<size_t>(eos) < logits.size()) logits[eos] = 0.0f;
+}
+
+engine::TokenConstraint::Mask GrammarConstraint::allowed_bitmask(std::span<uint32_t> words) {
+  if (!active()) return Mask::kNone;
+  wait_mask();
+  const size_t vocab = words.size() * 32;  // an upper bound; bits past the logits are unread
+  const size_t n = std::min(vocab, mask_.vocab_size());
+  std::fill(words.begin(), words.end(), 0u);
+  const std::vector<uint32_t>& src = mask_.words();
+  // Whole words, then clear the bits at and past n (apply() masks tokens >= the mask's size).
+  const size_t full_words = n / 32;
+  std::copy_n(src.begin(), std::min(full_words, src.size()), words.begin());
+  for (size_t i = full_words * 32; i < n; ++i) {
+    if (mask_.test(static_cast<int32_t>(i))) words[i / 32] |= 1u << (i % 32);
+  }
+  // apply() checks that some allowed logit is finite; the logits it sees (model output,
+  // penalties, bias in [-100, 100]) always are, so "none allowed" is the empty mask.
+  const bool any = std::any_of(words.begin(), words.end(), [](uint32_t w) { return w != 0; });
+  const int32_t eos = matcher_.grammar().trie().eos_id();
+  if (!any && eos >= 0 && static_cast<size_t>(eos) < vocab) words[eos / 32] |= 1u << (eos % 32);
+  return Mask::kMask;
 }
 
 void GrammarConstraint::accept(int32_t token) {

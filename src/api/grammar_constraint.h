@@ -56,6 +56,9 @@ class GrammarConstraint final : public engine::TokenConstraint {
   void apply(std::span<float> logits) override;
   void accept(int32_t token) override;
   void rollback(size_t n) override;
+  // apply()'s mask; when the grammar allows nothing, only the end-of-text token (apply() gives it
+  // logit 0 then: every other logit is -inf, so both draw it).
+  Mask allowed_bitmask(std::span<uint32_t> words) override;
 
   bool active() const { return activated_at_.has_value(); }
   // False once a token outside the grammar was accepted (only possible if apply() was skipped).

@@ -11,6 +11,7 @@
 
 #include "backend/kv_format.h"
 #include "backend/memory.h"
+#include "kernels/ref/sample_row.h"
 #include "tensor/weight_view.h"
 #include "util/status.h"
 
@@ -334,6 +335,12 @@ class Ops : public Memory {
   // NaN), written to host memory: greedy sampling reads one int per row instead of the row (a
   // device backend waits for it).
   virtual void argmax_rows(ConstRowsView x, int32_t* out) const = 0;
+
+  // out[r] = the token sampled from row r (kernels/ref/sample_row.h: penalties, bias and the
+  // allowed-token mask applied to x in place, then temperature, top-k, top-p, min-p and the
+  // counter-keyed draw), written to host memory; bitwise what the host sampler draws. `a` is host
+  // memory. A device backend waits only for the tokens.
+  virtual void sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const = 0;
 
   // dst[rows[i]] += src[i] in fp32, for i ascending (rows: host indices, distinct). The MoE
   // combine adds each expert's rows into the accumulator this way, experts in index order.

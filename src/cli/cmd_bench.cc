@@ -21,12 +21,47 @@
 #include "cli/bench_context.h"
 #include "cli/commands.h"
 #include "cli/parse_flags.h"
+#include "kernels/ref/sample_math.h"
 #include "model/checkpoint_layout.h"
 #include "model/model.h"
 
 namespace di::cli {
 
 namespace {
+
+// "temperature=0.8,top_p=0.95,top_k=50": bench step --sample's parameters.
+bool parse_sample_spec(const std::string& spec, kernels::sample::RowParams& p) {
+  size_t at = 0;
+  while (at < spec.size()) {
+    size_t end = spec.find(',', at);
+    if (end == std::string::npos) end = spec.size();
+    const std::string item = spec.substr(at, end - at);
+    at = end + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) return false;
+    const std::string key = item.substr(0, eq);
+    char* rest = nullptr;
+    const float v = std::strtof(item.c_str() + eq + 1, &rest);
+    if (rest == item.c_str() + eq + 1 || *rest != '\0') return false;
+    if (key == "temperature")
+      p.temperature = v;
+    else if (key == "top_p")
+      p.top_p = v;
+    else if (key == "top_k")
+      p.top_k = static_cast<int32_t>(v);
+    else if (key == "min_p")
+      p.min_p = v;
+    else if (key == "repetition_penalty")
+      p.repetition_penalty = v;
+    else if (key == "presence_penalty")
+      p.presence_penalty = v;
+    else if (key == "frequency_penalty")
+      p.frequency_penalty = v;
+    else
+      return false;
+  }
+  return true;
+}
 
 // Best of three 256 MiB memcpy passes, counting bytes read plus bytes written.
 // Copy bandwidth of the backend's own memory (host RAM for the CPU backend, HBM for CUDA): the
@@ -138,6 +173,12 @@ int run_bench_command(int argc, char** argv) {
   app.add_flag("--argmax", argmax_only,
                "greedy sampling on the backend: only each row's argmax is copied to the host (the "
                "engine does this for greedy requests without logits processors)");
+  std::string sample_spec;
+  app.add_option("--sample", sample_spec,
+                 "sampling on the backend with these parameters, e.g. "
+                 "temperature=0.8,top_p=0.95,top_k=50[,min_p=M,repetition_penalty=R]: only each "
+                 "row's token is copied to the host (the engine does this for every request "
+                 "without logprobs)");
   int64_t context = 0;
   app.add_option("--context", context,
                  "positions of synthetic state each sequence holds before the prompt (random "
@@ -148,6 +189,15 @@ int run_bench_command(int argc, char** argv) {
   app.add_flag("--profile-ops", backend_opts.profile_ops,
                "time every op of the decode steps (cuda backend) and print them per step");
   DI_PARSE_FLAGS(app, argc, argv);
+  kernels::sample::RowParams sample_params;
+  if (!sample_spec.empty()) {
+    if (!parse_sample_spec(sample_spec, sample_params)) {
+      std::cerr << "deepinfer bench: --sample takes key=value pairs (temperature, top_p, top_k, "
+                   "min_p, repetition_penalty, presence_penalty, frequency_penalty)\n";
+      return 2;
+    }
+    argmax_only = true;  // the same path: only the rows' tokens come back
+  }
   if (argmax_only && replay_tail > 0) {
     std::cerr << "deepinfer bench: --argmax cannot be combined with --replay-tail (the replay "
                  "comparison needs the logits)\n";
@@ -210,6 +260,15 @@ int run_bench_command(int argc, char** argv) {
     const double c0 = cpu_now();
     model::LogitsSelection selection;
     selection.full.assign(rows.size(), argmax_only ? 0 : 1);
+    if (!sample_spec.empty()) {
+      // Each row its own generator key (as requests at their positions would have).
+      selection.full.assign(rows.size(), model::kLogitsSample);
+      selection.params.assign(rows.size(), sample_params);
+      for (size_t r = 0; r < rows.size(); ++r) {
+        selection.params[r].key =
+            kernels::sample::row_key(1, r, static_cast<uint64_t>(seqs[r].num_tokens));
+      }
+    }
     Status s = (*model)->forward(ctx, rows, last_logits, argmax_only ? &selection : nullptr);
     if (s.ok()) s = ops.status();
     *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <future>
 
+#include "engine/device_sampling.h"
 #include "util/check.h"
 
 namespace di::engine {
@@ -307,6 +308,12 @@ void Engine::prepare_forward(const StepPlan& plan) {
   ctx_.pool = pool_.get();
   logits_rows_.clear();
   selection_.full.clear();
+  selection_.params.clear();
+  selection_.penalty_tokens.clear();
+  selection_.penalty_counts.clear();
+  selection_.bias_tokens.clear();
+  selection_.bias_values.clear();
+  selection_.masks.clear();
   int64_t row = 0;
   for (const ScheduledChunk& c : plan.chunks) {
     const auto first = c.seq->tokens.begin() + c.begin;
@@ -316,9 +323,24 @@ void Engine::prepare_forward(const StepPlan& plan) {
     row += c.num_tokens;
     if (c.samples) {
       logits_rows_.push_back(row - 1);
-      // Greedy rows without processors or a grammar take the backend's argmax (no logits copy).
+      // Greedy rows without processors or a grammar take the backend's argmax, others sample on
+      // the backend when they can (no logits copy); logprobs rows sample on the host.
       const Request& req = requests_.at(c.seq->id);
-      selection_.full.push_back(greedy_argmax_only(req.sampling) && !req.constraint ? 0 : 1);
+      selection_.params.emplace_back();
+      uint8_t kind = model::kLogitsFull;
+      if (greedy_argmax_only(req.sampling) && !req.constraint) {
+        kind = model::kLogitsArgmax;
+      } else if (opts_.backend_sampling && backend_samplable(req.sampling)) {
+        const std::span<const int32_t> all(c.seq->tokens);
+        const size_t np = static_cast<size_t>(c.seq->num_prompt_tokens);
+        if (add_backend_sample_row(req.sampling, all.first(np), all.subspan(np), req.stream,
+                                   c.seq->tokens.size(), req.constraint.get(),
+                                   model_.config().vocab_size, sample_counts_,
+                                   selection_.params.back(), selection_)) {
+          kind = model::kLogitsSample;
+        }
+      }
+      selection_.full.push_back(kind);
     }
     if (!c.samples || c.num_tokens > 1) stats_.num_prefill_tokens += c.num_tokens;
   }
@@ -346,7 +368,7 @@ void Engine::complete_step(const StepPlan& plan,
     if (!c.samples) continue;
     Sequence& seq = *c.seq;
     const size_t row = k++;
-    const bool full = selection_.full[row] != 0;
+    const bool full = selection_.full[row] == model::kLogitsFull;
     std::span<float> row_logits;
     if (full) {
       row_logits = std::span<float>(logits_.data() + static_cast<int64_t>(k_full++) * V,
@@ -365,7 +387,8 @@ void Engine::complete_step(const StepPlan& plan,
       r = sampler_.sample(row_logits, req.sampling, all.first(np), all.subspan(np), req.stream,
                           seq.tokens.size(), req.constraint.get());
     } else {
-      r.token = selection_.argmax[row];  // what the sampler's greedy draw would pick
+      r.token = selection_.argmax[row];  // what the sampler's draw would pick
+      if (req.constraint) req.constraint->accept(r.token);
     }
     seq.tokens.push_back(r.token);
     stats_.num_generated_tokens++;

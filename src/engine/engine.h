@@ -45,6 +45,9 @@ struct EngineOptions {
   // or as many as a quarter of kv_cache_bytes holds, whichever is fewer.
   int prefix_cache_snapshots = -1;
   bool async_scheduling = true;
+  // Requests with temperature, penalties, bias or a grammar (not logprobs) sample on the backend
+  // (Ops::sample_rows, the host sampler's token bitwise) instead of copying their logits.
+  bool backend_sampling = true;
 };
 
 // Wall time per phase, summed over steps.
@@ -134,8 +137,9 @@ class Engine {
   double forward_seconds_ = 0;  // written by the worker, read after its future is ready
   // Reused across steps so a decode step allocates nothing here once warm.
   std::vector<int64_t> logits_rows_;
-  std::vector<float> logits_;         // the rows that sample with processors (full), in order
-  model::LogitsSelection selection_;  // which rows are full; every row's argmax
+  std::vector<float> logits_;           // the rows that sample with processors (full), in order
+  model::LogitsSelection selection_;    // which rows are full; every row's argmax
+  std::vector<int32_t> sample_counts_;  // [vocab] scratch of the backend rows' penalty lists
 };
 
 }  // namespace di::engine

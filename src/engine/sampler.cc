@@ -6,17 +6,11 @@
 #include <string>
 
 #include "engine/logits_processors.h"
+#include "kernels/ref/sample_math.h"
 
 namespace di::engine {
 
 namespace {
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 bool finite_in(float v, float lo, float hi) {
   return std::isfinite(v) && v >= lo && v <= hi;
 }
@@ -54,7 +48,7 @@ Status validate_sampling(const SamplingParams& p, int32_t vocab_size) {
 }
 
 double counter_uniform(uint64_t seed, uint64_t stream, uint64_t position) {
-  const uint64_t r = mix64(mix64(mix64(seed) ^ stream) ^ position);
+  const uint64_t r = kernels::sample::row_key(seed, stream, position);
   return static_cast<double>(r >> 11) * 0x1.0p-53;
 }
 
@@ -70,48 +64,14 @@ int32_t Sampler::draw(std::span<const float> logits,
                       const SamplingParams& p,
                       uint64_t stream,
                       uint64_t position) {
-  const int32_t V = static_cast<int32_t>(logits.size());
-  if (p.temperature == 0.0f) {
-    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  }
-  // Candidates ordered by logit (ties: lower id), so the draw is independent of any batching.
-  ids_.resize(static_cast<size_t>(V));
-  std::iota(ids_.begin(), ids_.end(), 0);
-  const int32_t k = p.top_k > 0 ? std::min(p.top_k, V) : V;
-  auto by_logit = [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  };
-  std::partial_sort(ids_.begin(), ids_.begin() + k, ids_.end(), by_logit);
-  prob_.resize(static_cast<size_t>(k));
-  const double top = logits[ids_[0]];
-  double sum = 0;
-  for (int32_t i = 0; i < k; ++i) {
-    prob_[i] = std::exp((logits[ids_[i]] - top) / p.temperature);
-    sum += prob_[i];
-  }
-  size_t keep = static_cast<size_t>(k);
-  double cum = 0;
-  for (size_t i = 0; i < static_cast<size_t>(k); ++i) {
-    prob_[i] /= sum;
-    if (p.min_p > 0 && prob_[i] < p.min_p * prob_[0]) {
-      keep = std::min(keep, i);
-      break;
-    }
-    cum += prob_[i];
-    if (cum >= p.top_p) {
-      keep = std::min(keep, i + 1);
-      break;
-    }
-  }
-  keep = std::max<size_t>(keep, 1);
-  double total = 0;
-  for (size_t i = 0; i < keep; ++i) total += prob_[i];
-  double u = counter_uniform(p.seed, stream, position) * total;
-  for (size_t i = 0; i < keep; ++i) {
-    u -= prob_[i];
-    if (u < 0) return ids_[i];
-  }
-  return ids_[keep - 1];
+  // kernels/ref/sample_row.h's draw: the one Ops::sample_rows computes on a backend, bitwise.
+  kernels::sample::RowParams r;
+  r.key = kernels::sample::row_key(p.seed, stream, position);
+  r.temperature = p.temperature;
+  r.top_k = p.top_k;
+  r.top_p = p.top_p;
+  r.min_p = p.min_p;
+  return kernels::sample::draw(logits, r, draw_);
 }
 
 SampleResult Sampler::sample(std::span<float> logits,

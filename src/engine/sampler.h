@@ -1,6 +1,8 @@
 // Token sampling from fp32 logits: greedy at temperature 0, otherwise temperature, top-k, top-p
 // and min-p filtering, then a draw from a counter-based generator keyed by (seed, stream,
 // position), so a seeded request samples the same tokens alone, in any batch and in another run.
+// The draw is kernels/ref/sample_row.h's (a Gumbel race over exactly defined cuts), which a
+// backend's Ops::sample_rows computes bitwise alike.
 // Penalties, logit bias and logprobs live in engine/logits_processors.h; Sampler chains them.
 #pragma once
 
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "engine/token_constraint.h"
+#include "kernels/ref/sample_row.h"
 #include "util/status.h"
 
 namespace di::engine {
@@ -84,7 +87,7 @@ class Sampler {
 
  private:
   std::vector<int32_t> ids_;
-  std::vector<double> prob_;
+  kernels::sample::DrawScratch draw_;
   std::vector<int32_t> counts_;  // [vocab] output-token counts, zeroed after each use
 };
 

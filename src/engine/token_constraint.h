@@ -19,6 +19,13 @@ class TokenConstraint {
   virtual void accept(int32_t token) = 0;
   // Undoes the last n accepted tokens (speculative decoding).
   virtual void rollback(size_t n) = 0;
+
+  // What apply() would do, as an allowed-token bitmask for a backend that masks the logits itself
+  // (bit t % 32 of words[t / 32]; words holds (vocab + 31) / 32 entries): kMask when it was
+  // written, kNone when apply() would change nothing, kUnsupported (the default) when the
+  // constraint can only apply() (the sampler then needs the logits on the host).
+  enum class Mask { kUnsupported, kNone, kMask };
+  virtual Mask allowed_bitmask(std::span<uint32_t> /*words*/) { return Mask::kUnsupported; }
 };
 
 }  // namespace di::engine

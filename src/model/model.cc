@@ -230,13 +230,13 @@ void Model::final_logits(ConstRowsView x,
   const int64_t V = config_.vocab_size;
   std::vector<int64_t> full;
   for (int64_t i = 0; i < n; ++i) {
-    if (!selection || selection->full[static_cast<size_t>(i)]) full.push_back(i);
+    if (!selection || selection->full[static_cast<size_t>(i)] == kLogitsFull) full.push_back(i);
   }
   const int64_t nf = static_cast<int64_t>(full.size());
   if (selection) {
-    // Only when some row wants it: the argmax is one more wait on a device backend.
+    // Only when some row wants it: the argmax (or the draw) is one more wait on a device backend.
     selection->argmax.assign(static_cast<size_t>(n), -1);
-    if (nf < n) ops_->argmax_rows(out.view(), selection->argmax.data());
+    if (nf < n) select_tokens(*ops_, out.view(), *selection);
   }
   logits.resize(static_cast<size_t>(nf * V));
   if (nf == n) {
@@ -262,6 +262,11 @@ Status Model::forward(ForwardContext& ctx,
                       LogitsSelection* selection) {
   if (selection && selection->full.size() != logits_rows.size()) {
     return invalid_argument("forward: the logits selection needs one entry per logits row");
+  }
+  if (selection && selection->params.size() != selection->full.size() &&
+      std::find(selection->full.begin(), selection->full.end(), kLogitsSample) !=
+          selection->full.end()) {
+    return invalid_argument("forward: sampled rows need one RowParams per logits row");
   }
   DI_RETURN_IF_ERROR(begin_forward(ctx));
   for (int64_t r : logits_rows) {

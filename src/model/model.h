@@ -48,10 +48,22 @@ std::vector<int64_t> narrow_to_replay_tail(const backend::Memory& memory,
 // reduces: only the other rows' logits are copied to the host (at batch 256 all of them are
 // 132 MB per step).
 struct LogitsSelection {
-  std::vector<uint8_t> full;    // per logits row: 1 = copy its logits to the host
+  std::vector<uint8_t> full;    // per logits row: 1 = copy its logits to the host (kLogitsFull)
   std::vector<int32_t> argmax;  // out, per logits row not full: the first index of its largest
-                                // logit (-1 for full rows)
+                                // logit, or its sampled token (-1 for full rows)
+  // Rows marked kLogitsSample are sampled on the backend (Ops::sample_rows, bitwise the host
+  // sampler's draw): one RowParams per logits row (read for those rows only) and the lists they
+  // index (kernels/ref/sample_row.h).
+  std::vector<kernels::sample::RowParams> params;
+  std::vector<int32_t> penalty_tokens, penalty_counts, bias_tokens;
+  std::vector<float> bias_values;
+  std::vector<uint32_t> masks;  // [rows with a mask, mask_words(vocab)]
 };
+inline constexpr uint8_t kLogitsArgmax = 0, kLogitsFull = 1, kLogitsSample = 2;
+
+// Writes selection.argmax for the rows not kLogitsFull: Ops::argmax_rows, or Ops::sample_rows
+// when some row samples (logits: the rows' device logits, processed in place).
+void select_tokens(const backend::Ops& ops, RowsView logits, LogitsSelection& selection);
 
 class Model {
  public:

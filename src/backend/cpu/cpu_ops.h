@@ -65,6 +65,7 @@ class CpuOps final : public Ops {
   void softmax_pool(
       const float* kv, const float* score, int group, int64_t dim, float* out) const override;
   void argmax_rows(ConstRowsView x, int32_t* out) const override;
+  void sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const override;
   void add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const override;
   void add_round_bf16(ConstRowsView a, ConstRowsView b, RowsView out) const override;
   void scale_round_bf16(RowsView x, float scale) const override;

@@ -1,11 +1,12 @@
 // CpuOps' selections: the indexer's (kernels/ref/index_select.h per row, written as fixed-width
-// lists) and greedy sampling's argmax.
+// lists), greedy sampling's argmax and sampling's draw (kernels/ref/sample_row.h per row).
 #include <algorithm>
 #include <limits>
 #include <vector>
 
 #include "backend/cpu/cpu_ops.h"
 #include "kernels/ref/index_select.h"
+#include "kernels/ref/sample_row.h"
 
 namespace di::backend {
 
@@ -58,6 +59,22 @@ void CpuOps::argmax_rows(ConstRowsView x, int32_t* out) const {
     const float* row = x.row(r);
     out[r] = static_cast<int32_t>(std::max_element(row, row + x.cols) - row);
   }
+}
+
+void CpuOps::sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const {
+  pool_.parallel_for(x.rows, 1, [&](int64_t b, int64_t e) {
+    kernels::sample::DrawScratch scratch;
+    for (int64_t r = b; r < e; ++r) {
+      const kernels::sample::RowParams& p = a.params[r];
+      if (p.skip) {
+        out[r] = -1;
+        continue;
+      }
+      std::span<float> row(x.row(r), static_cast<size_t>(x.cols));
+      kernels::sample::apply_processors(row, p, a);
+      out[r] = kernels::sample::draw(row, p, scratch);
+    }
+  });
 }
 
 void CpuOps::paged_rows(const PagedRowsArgs& a) const {

@@ -116,6 +116,7 @@ class CudaOps final : public Ops {
   void softmax_pool(
       const float* kv, const float* score, int group, int64_t dim, float* out) const override;
   void argmax_rows(ConstRowsView x, int32_t* out) const override;
+  void sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const override;
   void add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const override;
   // FP4 experts with dim and inter multiples of 128 (moe_grouped.h); device-side routing, one
   // wait only when the decision is copied out.

@@ -168,6 +168,16 @@ std::vector<int> allowed(engine::TokenConstraint& c) {
   std::vector<int> out;
   for (int i = 0; i < 6; ++i)
     if (std::isfinite(logits[i])) out.push_back(i);
+  // The bitmask a backend samples with (engine/device_sampling.h) allows the same tokens.
+  std::vector<uint32_t> words(1, 0xdeadbeefu);
+  const auto kind = c.allowed_bitmask(words);
+  std::vector<int> from_bits;
+  for (int i = 0; i < 6; ++i) {
+    if (kind == engine::TokenConstraint::Mask::kNone || ((words[0] >> i) & 1u))
+      from_bits.push_back(i);
+  }
+  EXPECT_NE(kind, engine::TokenConstraint::Mask::kUnsupported);
+  EXPECT_EQ(from_bits, out);
   return out;
 }
 
