@@ -293,11 +293,12 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
     } else if (a == "--dense-tc") {
       dense_tc = true;
     } else {
-      std::fprintf(stderr,
-                   "%s: unknown flag '%s' (expected --quick, --wgmma, --small-ops, --decode, --moe, "
-                   "--moe-pick, --profile, --sparse-attention, --sparse-attention-profile, "
-                   "--index-scores or --dense-tc)\n",
-                   argv[0], a.c_str());
+      std::fprintf(
+          stderr,
+          "%s: unknown flag '%s' (expected --quick, --wgmma, --small-ops, --decode, --moe, "
+          "--moe-pick, --profile, --sparse-attention, --sparse-attention-profile, "
+          "--index-scores or --dense-tc)\n",
+          argv[0], a.c_str());
       return 2;
     }
   }

@@ -59,6 +59,7 @@ class GrammarConstraint final : public engine::TokenConstraint {
   // apply()'s mask; when the grammar allows nothing, only the end-of-text token (apply() gives it
   // logit 0 then: every other logit is -inf, so both draw it).
   Mask allowed_bitmask(std::span<uint32_t> words) override;
+  Mask bitmask_kind() const override { return active() ? Mask::kMask : Mask::kNone; }
 
   bool active() const { return activated_at_.has_value(); }
   // False once a token outside the grammar was accepted (only possible if apply() was skipped).

@@ -47,6 +47,15 @@ class Memory {
   virtual void gather_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const {
     for (int64_t i = 0; i < dst.rows; ++i) copy(src.row(rows[i]), dst.row(i), src.cols);
   }
+  // dst[i][0, width) = src[i][0, width) for i < n: host tables of backend row pointers, so rows of
+  // many sequences move in one call (a copy per row is a launch per row on a device). The rows
+  // must not overlap.
+  virtual void copy_rows(const float* const* src,
+                         float* const* dst,
+                         int64_t n,
+                         int64_t width) const {
+    for (int64_t i = 0; i < n; ++i) copy(src[i], dst[i], width);
+  }
 };
 
 // Plain host memory (the CPU backend's, and tests').

@@ -192,6 +192,9 @@ class Ops : public Memory {
   // routing decisions; 0 for the CPU). A decode step's count is what stands between it and a
   // CUDA graph.
   virtual uint64_t host_syncs() const { return 0; }
+  // Seconds the host has spent in those waits so far: a step's wall time minus its waits is the
+  // host's own work (issuing the ops), which CUDA graphs remove.
+  virtual double host_wait_seconds() const { return 0; }
   // Per-op times since the last call (and resets them), for a backend created with op
   // profiling on (`bench step --profile-ops`); empty otherwise. Waits for the device.
   virtual std::vector<OpTime> take_op_profile() const { return {}; }
@@ -331,6 +334,16 @@ class Ops : public Memory {
     return false;
   }
 
+  // Token embeddings replicated over `copies` hyper-connection copies (reference
+  // ParallelEmbedding, then one copy per hc stream): out.row(r)[k * dim + d] = table[tokens[r], d]
+  // for k < copies, dim = table.in_features, from a BF16 or F32 table. `tokens` is host memory,
+  // each in [0, table.out_features) (the model checks). A device backend keeps the table and
+  // gathers there (a host gather moved hc copies of fp32 rows: 21 MB per step at batch 256).
+  virtual void embed_rows(const WeightView& table,
+                          const int32_t* tokens,
+                          int copies,
+                          RowsView out) const = 0;
+
   // out[r] = the first index of row r's largest value (std::max_element's choice; rows without
   // NaN), written to host memory: greedy sampling reads one int per row instead of the row (a
   // device backend waits for it).
@@ -350,10 +363,16 @@ class Ops : public Memory {
   // x = bf16(x * scale) elementwise, in place (fp32 product, one rounding).
   virtual void scale_round_bf16(RowsView x, float scale) const = 0;
 
-  // Softmax-gated pooling of `group` rows per channel (reference Compressor): out[d] =
-  // sum_i kv[i, d] * softmax_i(score[:, d]), fp32.  kv, score and out are backend memory.
-  virtual void softmax_pool(
-      const float* kv, const float* score, int group, int64_t dim, float* out) const = 0;
+  // Softmax-gated pooling of `group` rows per channel (reference Compressor), for `groups`
+  // groups at once: out[g, d] = sum_i kv[g][i, d] * softmax_i(score[g][:, d]), fp32, where kv[g]
+  // and score[g] (host tables of backend pointers) point at `group` consecutive rows of `dim`
+  // floats each. out is backend memory [groups, dim].
+  virtual void softmax_pool(const float* const* kv,
+                            const float* const* score,
+                            int64_t groups,
+                            int group,
+                            int64_t dim,
+                            float* out) const = 0;
 };
 
 }  // namespace di::backend

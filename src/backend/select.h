@@ -14,7 +14,7 @@ namespace di::backend {
 
 struct BackendOptions {
   std::string name = "cpu";
-  size_t cuda_arena_bytes = size_t{4} << 30;
+  size_t cuda_arena_bytes = size_t{8} << 30;  // the weights (embedding and head included), scratch
   // FP8 GEMM path of the cuda backend: "tensor" (tensor cores, within tolerance of the CPU,
   // batch-invariant; passes check-golden on both golden folders), "exact" (bitwise = CPU) or
   // "wgmma" (sm_90 FP8 wgmma: faster prefill, looser numerics; fails check-golden).

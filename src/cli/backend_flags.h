@@ -13,7 +13,8 @@ inline void add_backend_flags(CLI::App& app, backend::BackendOptions& opts) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option_function<size_t>(
          "--cuda-arena-mb", [&opts](size_t mb) { opts.cuda_arena_bytes = mb << 20; },
-         "device memory arena, allocated once at start-up (default 4096)")
+         "device memory arena for the weights and per-op scratch, allocated once at start-up "
+         "(default 8192)")
       ->check(CLI::PositiveNumber);
   app.add_option(
          "--cuda-gemm", opts.cuda_gemm,

@@ -280,10 +280,12 @@ int run_bench_command(int argc, char** argv) {
   std::vector<float> replay_logits;
   if (replay_tail > 0) replay_logits = last_logits;
   const uint64_t syncs_before_decode = ops.host_syncs();
+  const double waits_before_decode = ops.host_wait_seconds();
   // The prefill's ops are reported only when no decode step follows.
   const std::vector<backend::OpTime> prefill_profile = ops.take_op_profile();
   for (int i = 0; s.ok() && i < decode_steps; ++i) s = step(1, &decode_s, &decode_cpu);
   const uint64_t decode_syncs = ops.host_syncs() - syncs_before_decode;
+  const double decode_wait_s = ops.host_wait_seconds() - waits_before_decode;
   const std::vector<backend::OpTime> profile = ops.take_op_profile();
   if (!s.ok()) {
     std::cerr << "deepinfer bench: " << s.to_string() << "\n";
@@ -343,6 +345,13 @@ int run_bench_command(int argc, char** argv) {
         batch, decode_steps, decode_s, batch * decode_steps / decode_s,
         1e3 * decode_s / decode_steps, decode_cpu, static_cast<double>(decode_syncs) / decode_steps,
         bw > 0 ? (bytes / bw) / (decode_s / decode_steps) : 0.0);
+    // Wall time minus the waits is the host's own work per step: when it is most of the step, the
+    // device idles between ops (what CUDA graphs remove). A host backend never waits.
+    if (decode_syncs > 0) {
+      std::printf("decode host: %.3f ms/step issuing ops, %.3f ms/step waiting for the device\n",
+                  1e3 * (decode_s - decode_wait_s) / decode_steps,
+                  1e3 * decode_wait_s / decode_steps);
+    }
   }
   if (backend_opts.profile_ops && decode_steps > 0) {
     if (profile.empty()) {

@@ -13,17 +13,21 @@ bool add_backend_sample_row(const SamplingParams& p,
                             int64_t vocab,
                             std::vector<int32_t>& counts,
                             kernels::sample::RowParams& out,
-                            model::LogitsSelection& sel) {
+                            model::LogitsSelection& sel,
+                            int64_t& mask_at) {
   kernels::sample::RowParams r;
   r.mask = -1;
+  mask_at = -1;
   if (constraint) {
-    const size_t words = static_cast<size_t>(kernels::sample::mask_words(vocab));
-    const size_t at = sel.masks.size();
-    sel.masks.resize(at + words);
-    const auto kind = constraint->allowed_bitmask(std::span<uint32_t>(sel.masks).subspan(at));
-    if (kind != TokenConstraint::Mask::kMask) sel.masks.resize(at);
+    const auto kind = constraint->bitmask_kind();
     if (kind == TokenConstraint::Mask::kUnsupported) return false;
-    if (kind == TokenConstraint::Mask::kMask) r.mask = static_cast<int32_t>(at / words);
+    if (kind == TokenConstraint::Mask::kMask) {
+      const size_t words = static_cast<size_t>(kernels::sample::mask_words(vocab));
+      const size_t at = sel.masks.size();
+      sel.masks.resize(at + words);
+      r.mask = static_cast<int32_t>(at / words);
+      mask_at = static_cast<int64_t>(at);
+    }
   }
   r.key = kernels::sample::row_key(p.seed, stream, position);
   r.temperature = p.temperature;

@@ -26,8 +26,10 @@ inline bool backend_samplable(const SamplingParams& p) {
   return !p.logprobs;
 }
 
-// Fills `out` and appends the row's lists to `sel` (penalties, bias, mask); false, with `sel`
-// unchanged, when the row must sample on the host (a constraint that cannot give a bitmask).
+// Fills `out` and appends the row's lists to `sel` (penalties, bias, and room for the mask: the
+// constraint writes it later, see LogitsSelection::fill_masks; `mask_at` gets its offset in
+// sel.masks, or -1 without one); false, with `sel` unchanged, when the row must sample on the
+// host (a constraint that cannot give a bitmask).
 // counts: [vocab] scratch, zero on entry and exit.
 bool add_backend_sample_row(const SamplingParams& p,
                             std::span<const int32_t> prompt,
@@ -38,6 +40,7 @@ bool add_backend_sample_row(const SamplingParams& p,
                             int64_t vocab,
                             std::vector<int32_t>& counts,
                             kernels::sample::RowParams& out,
-                            model::LogitsSelection& sel);
+                            model::LogitsSelection& sel,
+                            int64_t& mask_at);
 
 }  // namespace di::engine

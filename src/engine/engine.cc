@@ -5,6 +5,7 @@
 #include <future>
 
 #include "engine/device_sampling.h"
+#include "kernels/ref/sample_math.h"
 #include "util/check.h"
 
 namespace di::engine {
@@ -314,6 +315,7 @@ void Engine::prepare_forward(const StepPlan& plan) {
   selection_.bias_tokens.clear();
   selection_.bias_values.clear();
   selection_.masks.clear();
+  pending_masks_.clear();
   int64_t row = 0;
   for (const ScheduledChunk& c : plan.chunks) {
     const auto first = c.seq->tokens.begin() + c.begin;
@@ -333,16 +335,27 @@ void Engine::prepare_forward(const StepPlan& plan) {
       } else if (opts_.backend_sampling && backend_samplable(req.sampling)) {
         const std::span<const int32_t> all(c.seq->tokens);
         const size_t np = static_cast<size_t>(c.seq->num_prompt_tokens);
+        int64_t mask_at = -1;
         if (add_backend_sample_row(req.sampling, all.first(np), all.subspan(np), req.stream,
                                    c.seq->tokens.size(), req.constraint.get(),
                                    model_.config().vocab_size, sample_counts_,
-                                   selection_.params.back(), selection_)) {
+                                   selection_.params.back(), selection_, mask_at)) {
           kind = model::kLogitsSample;
+          if (mask_at >= 0) pending_masks_.emplace_back(req.constraint.get(), mask_at);
         }
       }
       selection_.full.push_back(kind);
     }
     if (!c.samples || c.num_tokens > 1) stats_.num_prefill_tokens += c.num_tokens;
+  }
+  selection_.fill_masks = nullptr;
+  if (!pending_masks_.empty()) {
+    const auto words = static_cast<size_t>(kernels::sample::mask_words(model_.config().vocab_size));
+    selection_.fill_masks = [this, words](std::span<uint32_t> masks) {
+      for (const auto& [constraint, at] : pending_masks_) {
+        (void)constraint->allowed_bitmask(masks.subspan(static_cast<size_t>(at), words));
+      }
+    };
   }
   stats_.schedule_s += seconds_since(t0);
 }

@@ -140,6 +140,9 @@ class Engine {
   std::vector<float> logits_;           // the rows that sample with processors (full), in order
   model::LogitsSelection selection_;    // which rows are full; every row's argmax
   std::vector<int32_t> sample_counts_;  // [vocab] scratch of the backend rows' penalty lists
+  // Backend rows' grammar masks, written by selection_.fill_masks once the forward is issued:
+  // (constraint, offset in selection_.masks).
+  std::vector<std::pair<TokenConstraint*, int64_t>> pending_masks_;
 };
 
 }  // namespace di::engine

@@ -26,6 +26,10 @@ class TokenConstraint {
   // constraint can only apply() (the sampler then needs the logits on the host).
   enum class Mask { kUnsupported, kNone, kMask };
   virtual Mask allowed_bitmask(std::span<uint32_t> /*words*/) { return Mask::kUnsupported; }
+  // What allowed_bitmask() will return at this point, without waiting for the mask: the engine
+  // reserves a row's mask before the forward and has it written after the forward is issued, so
+  // that a mask computed on a CPU thread overlaps the forward.
+  virtual Mask bitmask_kind() const { return Mask::kUnsupported; }
 };
 
 }  // namespace di::engine

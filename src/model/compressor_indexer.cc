@@ -32,17 +32,22 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
     // positions is pooled where its rows lie: in this call's projections when the chunk holds
     // all of it, else in the sequence's carry rows (state pool, backend memory), which take a
     // chunk's leading rows that finish a group begun earlier and its trailing rows that begin
-    // one. Pools are enqueued in row order, each before the carry is written again.
+    // one. Every chunk's rows move in three calls, in this order because a chunk that finishes
+    // a carried group may begin the next one in the same carry rows: leading rows into the
+    // carry, all pools, trailing rows into the carry (a call per chunk was 3-4 launches per
+    // sequence per step).
     Buffer kv_d(*ops_, T, D), score_d(*ops_, T, D);
     ops_->linear(u, a.comp_wkv, kv_d.view(), false);
     ops_->linear(u, a.comp_wgate, score_d.view(), false);
-    int64_t groups = 0;
-    for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
-      const int64_t p0 = ctx.chunk_first_position[ch];
-      const int64_t n_rows = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
-      groups += (p0 + n_rows) / ratio - p0 / ratio;
-    }
-    Buffer pooled(*ops_, groups, D);
+    struct RowMoves {
+      std::vector<const float*> src;
+      std::vector<float*> dst;
+      void add(const float* s, float* d) {
+        src.push_back(s);
+        dst.push_back(d);
+      }
+    } leading, trailing;
+    std::vector<const float*> pool_kv, pool_score;
     for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
       const SequenceState& seq = *ctx.chunks[ch].seq;
       const int64_t p0 = ctx.chunk_first_position[ch], row0 = ctx.chunk_row_begin[ch];
@@ -50,26 +55,37 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
       float* carry_kv = ctx.pool->carry_kv_rows(seq, stream);
       float* carry_score = ctx.pool->carry_score_rows(seq, stream);
       auto pool_group = [&](const float* kv_rows, const float* score_rows, int64_t last_pos) {
-        const int64_t g = static_cast<int64_t>(owner.size());
-        ops_->softmax_pool(kv_rows, score_rows, ratio, D, pooled.row(g));
+        pool_kv.push_back(kv_rows);
+        pool_score.push_back(score_rows);
         owner.emplace_back(static_cast<int>(ch), last_pos / ratio);
       };
       int64_t i = 0;
       if (p0 % ratio != 0) {  // finish the group an earlier call began
         const int64_t s0 = p0 % ratio, take = std::min<int64_t>(n_rows, ratio - s0);
-        ops_->copy_2d(kv_d.row(row0), D, carry_kv + s0 * D, D, D, take);
-        ops_->copy_2d(score_d.row(row0), D, carry_score + s0 * D, D, D, take);
+        for (int64_t j = 0; j < take; ++j) {
+          leading.add(kv_d.row(row0 + j), carry_kv + (s0 + j) * D);
+          leading.add(score_d.row(row0 + j), carry_score + (s0 + j) * D);
+        }
         i = take;
         if (s0 + take == ratio) pool_group(carry_kv, carry_score, p0 + take - 1);
       }
       for (; i + ratio <= n_rows; i += ratio) {
         pool_group(kv_d.row(row0 + i), score_d.row(row0 + i), p0 + i + ratio - 1);
       }
-      if (i < n_rows) {  // begin the next group (p0 + i is a multiple of ratio here)
-        ops_->copy_2d(kv_d.row(row0 + i), D, carry_kv, D, D, n_rows - i);
-        ops_->copy_2d(score_d.row(row0 + i), D, carry_score, D, D, n_rows - i);
+      for (int64_t j = i; j < n_rows;
+           ++j) {  // begin the next group (p0 + i is a multiple of ratio)
+        trailing.add(kv_d.row(row0 + j), carry_kv + (j - i) * D);
+        trailing.add(score_d.row(row0 + j), carry_score + (j - i) * D);
       }
     }
+    const int64_t groups = static_cast<int64_t>(pool_kv.size());
+    Buffer pooled(*ops_, groups, D);
+    ops_->copy_rows(leading.src.data(), leading.dst.data(),
+                    static_cast<int64_t>(leading.src.size()), D);
+    if (groups > 0)
+      ops_->softmax_pool(pool_kv.data(), pool_score.data(), groups, ratio, D, pooled.data());
+    ops_->copy_rows(trailing.src.data(), trailing.dst.data(),
+                    static_cast<int64_t>(trailing.src.size()), D);
     if (groups > 0) {
       ops_->scale_round_bf16(pooled.view(), 1.0f);  // the latent is bf16
       lat_buffer = std::move(pooled);
@@ -96,13 +112,17 @@ void Model::compress(int layer, ForwardContext& ctx, ConstRowsView u) const {
 
   // The compressed KV is stored in FP4: writing it is its fake quantization (kE4m3Block16).
   std::vector<int32_t> slots(static_cast<size_t>(n));
+  std::vector<const float*> key_src(static_cast<size_t>(n));
+  std::vector<float*> key_dst(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     auto [ch, entry] = owner[static_cast<size_t>(i)];
     SequenceState& seq = *ctx.chunks[static_cast<size_t>(ch)].seq;
     slots[static_cast<size_t>(i)] = ctx.pool->compressed_kv_row_index(seq, stream, entry);
-    ops_->copy(k_v.row(i), ctx.pool->index_key_row(seq, stream, entry), Di);
+    key_src[static_cast<size_t>(i)] = k_v.row(i);
+    key_dst[static_cast<size_t>(i)] = ctx.pool->index_key_row(seq, stream, entry);
     seq.streams[static_cast<size_t>(stream)].num_entries = entry + 1;
   }
+  ops_->copy_rows(key_src.data(), key_dst.data(), n, Di);
   ops_->write_kv(lat, backend::KvFormat::kFp4, slots.data(), ctx.pool->compressed_kv_pool(stream));
 }
 

@@ -29,6 +29,7 @@ void select_tokens(const backend::Ops& ops, RowsView logits, LogitsSelection& se
   a.bias_tokens = selection.bias_tokens.data();
   a.bias_values = selection.bias_values.data();
   a.num_bias = static_cast<int64_t>(selection.bias_tokens.size());
+  if (selection.fill_masks) selection.fill_masks(selection.masks);
   a.masks = selection.masks.data();
   a.num_masks = logits.cols > 0 ? static_cast<int64_t>(selection.masks.size()) /
                                       kernels::sample::mask_words(logits.cols)

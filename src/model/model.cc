@@ -138,17 +138,7 @@ Status Model::begin_forward(ForwardContext& ctx) const {
 }
 
 void Model::embed(const ForwardContext& ctx, RowsView x) const {
-  const int64_t dim = config_.dim;
-  const uint16_t* table = reinterpret_cast<const uint16_t*>(weights_.embed.data);
-  std::vector<float> host(static_cast<size_t>(x.rows * x.cols));
-  for (int64_t r = 0; r < ctx.num_rows; ++r) {
-    const uint16_t* e = table + static_cast<int64_t>(ctx.tokens[static_cast<size_t>(r)]) * dim;
-    for (int k = 0; k < config_.hc_mult; ++k) {
-      float* dst = host.data() + r * x.cols + k * dim;
-      for (int64_t d = 0; d < dim; ++d) dst[d] = bf16_to_float(e[d]);
-    }
-  }
-  ops_->upload(host.data(), x.data, x.rows * x.cols);
+  ops_->embed_rows(weights_.embed, ctx.tokens.data(), config_.hc_mult, x);
 }
 
 void Model::apply_engram(int layer, const ForwardContext& ctx, RowsView x) const {

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,10 @@ struct LogitsSelection {
   std::vector<int32_t> penalty_tokens, penalty_counts, bias_tokens;
   std::vector<float> bias_values;
   std::vector<uint32_t> masks;  // [rows with a mask, mask_words(vocab)]
+  // When set, select_tokens calls it once before reading `masks` (the forward is issued by then):
+  // the engine writes the grammar masks there, so that their computation on CPU threads overlaps
+  // the forward instead of delaying its start.
+  std::function<void(std::span<uint32_t> masks)> fill_masks;
 };
 inline constexpr uint8_t kLogitsArgmax = 0, kLogitsFull = 1, kLogitsSample = 2;
 

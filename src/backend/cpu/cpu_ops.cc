@@ -222,9 +222,33 @@ void CpuOps::engram_gate(
   });
 }
 
-void CpuOps::softmax_pool(
-    const float* kv, const float* score, int group, int64_t dim, float* out) const {
-  kernels::softmax_pool_channels(kv, score, group, dim, out);
+void CpuOps::softmax_pool(const float* const* kv,
+                          const float* const* score,
+                          int64_t groups,
+                          int group,
+                          int64_t dim,
+                          float* out) const {
+  for (int64_t g = 0; g < groups; ++g)
+    kernels::softmax_pool_channels(kv[g], score[g], group, dim, out + g * dim);
+}
+
+void CpuOps::embed_rows(const WeightView& table,
+                        const int32_t* tokens,
+                        int copies,
+                        RowsView out) const {
+  const int64_t dim = table.in_features;
+  for (int64_t r = 0; r < out.rows; ++r) {
+    float* dst = out.row(r);
+    const int64_t t = tokens[r];
+    if (table.format == WeightFormat::kBF16) {
+      const uint16_t* e = reinterpret_cast<const uint16_t*>(table.data) + t * dim;
+      for (int64_t d = 0; d < dim; ++d) dst[d] = bf16_to_float(e[d]);
+    } else {
+      const float* e = reinterpret_cast<const float*>(table.data) + t * dim;
+      std::copy_n(e, dim, dst);
+    }
+    for (int k = 1; k < copies; ++k) std::copy_n(dst, dim, dst + k * dim);
+  }
 }
 
 void CpuOps::add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const {

@@ -62,8 +62,16 @@ class CpuOps final : public Ops {
               RowsView out) const override;
   void engram_gate(
       RowsView x, ConstRowsView kv, const float* qk_weight, int hc, float eps) const override;
-  void softmax_pool(
-      const float* kv, const float* score, int group, int64_t dim, float* out) const override;
+  void softmax_pool(const float* const* kv,
+                    const float* const* score,
+                    int64_t groups,
+                    int group,
+                    int64_t dim,
+                    float* out) const override;
+  void embed_rows(const WeightView& table,
+                  const int32_t* tokens,
+                  int copies,
+                  RowsView out) const override;
   void argmax_rows(ConstRowsView x, int32_t* out) const override;
   void sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const override;
   void add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const override;

@@ -74,6 +74,11 @@ uint64_t CudaOps::host_syncs() const {
   return impl_->host_syncs;
 }
 
+double CudaOps::host_wait_seconds() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->host_wait_seconds;
+}
+
 std::vector<OpTime> CudaOps::take_op_profile() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->profiler) return {};
@@ -361,11 +366,21 @@ void CudaOps::engram_gate(
   });
 }
 
-void CudaOps::softmax_pool(
-    const float* kv, const float* score, int group, int64_t dim, float* out) const {
+void CudaOps::softmax_pool(const float* const* kv,
+                           const float* const* score,
+                           int64_t groups,
+                           int group,
+                           int64_t dim,
+                           float* out) const {
   Impl& m = *impl_;
   m.run("softmax_pool", [&]() -> Status {
-    DI_CUDA_RETURN_IF_ERROR(cuda::softmax_pool(kv, score, group, dim, out, m.stream));
+    constexpr int64_t kChunk = 65535;  // grid.y
+    for (int64_t g0 = 0; g0 < groups; g0 += kChunk) {
+      const int64_t n = std::min(kChunk, groups - g0);
+      DI_ASSIGN_OR_RETURN(const float* const* dk, m.upload(kv + g0, static_cast<size_t>(n)));
+      DI_ASSIGN_OR_RETURN(const float* const* ds, m.upload(score + g0, static_cast<size_t>(n)));
+      DI_CUDA_RETURN_IF_ERROR(cuda::softmax_pool(dk, ds, n, group, dim, out + g0 * dim, m.stream));
+    }
     return {};
   });
 }

@@ -31,7 +31,7 @@ enum class CudaGemm { kExact, kTensor, kWgmma };
 
 struct CudaOptions {
   int device = 0;
-  size_t arena_bytes = size_t{4} << 30;
+  size_t arena_bytes = size_t{8} << 30;
   CudaGemm gemm = CudaGemm::kExact;
   bool profile_ops = false;  // events around every op (take_op_profile)
 };
@@ -46,6 +46,7 @@ class CudaOps final : public Ops {
   Status status() const override;
   // Host waits so far (downloads and the router's decision).
   uint64_t host_syncs() const override;
+  double host_wait_seconds() const override;
   std::vector<OpTime> take_op_profile() const override;
 
   float* allocate(int64_t count) const override;
@@ -60,6 +61,10 @@ class CudaOps final : public Ops {
                int64_t rows) const override;
   void fill(float* dst, float value, int64_t count) const override;
   void gather_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const override;
+  void copy_rows(const float* const* src,
+                 float* const* dst,
+                 int64_t n,
+                 int64_t width) const override;
 
   void linear(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16) const override;
   void grouped_linear(
@@ -113,8 +118,16 @@ class CudaOps final : public Ops {
               RowsView out) const override;
   void engram_gate(
       RowsView x, ConstRowsView kv, const float* qk_weight, int hc, float eps) const override;
-  void softmax_pool(
-      const float* kv, const float* score, int group, int64_t dim, float* out) const override;
+  void softmax_pool(const float* const* kv,
+                    const float* const* score,
+                    int64_t groups,
+                    int group,
+                    int64_t dim,
+                    float* out) const override;
+  void embed_rows(const WeightView& table,
+                  const int32_t* tokens,
+                  int copies,
+                  RowsView out) const override;
   void argmax_rows(ConstRowsView x, int32_t* out) const override;
   void sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const override;
   void add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const override;

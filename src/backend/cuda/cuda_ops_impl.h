@@ -6,10 +6,12 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -83,6 +85,10 @@ struct CudaOps::Impl {
   CudaGemm gemm = CudaGemm::kExact;
   Status error;
   uint64_t host_syncs = 0;
+  double host_wait_seconds = 0;
+  // A device-to-host copy into pageable memory already blocks until it is done, so a wait is
+  // timed from the first copy that precedes it.
+  std::optional<std::chrono::steady_clock::time_point> wait_begin;
   std::unique_ptr<cuda::OpProfiler> profiler;  // when CudaOptions::profile_ops
   // Pinned staging ring for per-call host data (metadata, small uploads). CUDA documents that a
   // cudaMemcpyAsync from pageable memory first synchronizes the stream, which would put a host
@@ -105,8 +111,7 @@ struct CudaOps::Impl {
     if (pinned && bytes <= kStageMax) {
       const size_t need = (bytes + 255) & ~size_t{255};
       if (pinned_head + need > kPinnedBytes) {
-        ++host_syncs;
-        DI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+        DI_RETURN_IF_ERROR(sync());
         pinned_head = 0;
       }
       std::memcpy(pinned + pinned_head, host, bytes);
@@ -131,6 +136,7 @@ struct CudaOps::Impl {
   template <class T>
   Status download(T* host, const T* dev, size_t count) {
     if (count == 0) return {};
+    note_wait_begin();
     DI_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(host, dev, sizeof(T) * count, cudaMemcpyDeviceToHost, stream));
     return {};
@@ -206,7 +212,10 @@ struct CudaOps::Impl {
     if (gemm == CudaGemm::kTensor && cuda::wgmma_bf16_applies(dw)) {  // sm_90, K % 128 == 0
       DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_bf16(dx, rows, cols, xb, stream));
-      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_wgmma_bf16(xb, rows, dw, dy, stream));
+      const int64_t ws_floats = cuda::wgmma_bf16_workspace(rows, dw);
+      DI_ASSIGN_OR_RETURN(float* ws, scratch<float>(static_cast<size_t>(ws_floats)));
+      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_wgmma_bf16(
+          xb, rows, dw, dy, ws_floats > 0 ? ws : nullptr, stream));
     } else if (!exact) {
       DI_ASSIGN_OR_RETURN(uint8_t * qa, scratch<uint8_t>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_e4m3(dx, rows, cols, qa, sc, stream));
@@ -253,9 +262,17 @@ struct CudaOps::Impl {
     if (!s.ok()) error = s.with_context(std::string("cuda ") + op);
   }
   // Waits for the stream (a download); counted for the benchmark.
+  void note_wait_begin() {
+    if (!wait_begin) wait_begin = std::chrono::steady_clock::now();
+  }
   Status sync() {
     ++host_syncs;
-    return cuda::cuda_status(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    note_wait_begin();
+    const cudaError_t e = cudaStreamSynchronize(stream);
+    host_wait_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - *wait_begin).count();
+    wait_begin.reset();
+    return cuda::cuda_status(e, "cudaStreamSynchronize");
   }
 };
 

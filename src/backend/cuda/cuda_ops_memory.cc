@@ -45,6 +45,7 @@ void CudaOps::download(const float* src, float* host, int64_t count) const {
   m.run("download", [&]() -> Status {
     if (count <= 0) return {};
     if (!src) return Status(StatusCode::kInternal, "download from a null buffer");
+    m.note_wait_begin();
     DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host, src, sizeof(float) * static_cast<size_t>(count),
                                             cudaMemcpyDeviceToHost, m.stream));
     return m.sync();
@@ -88,6 +89,38 @@ void CudaOps::gather_rows(ConstRowsView src, const int64_t* rows, RowsView dst) 
     DI_ASSIGN_OR_RETURN(const int64_t* dr, m.upload(rows, static_cast<size_t>(dst.rows)));
     DI_CUDA_RETURN_IF_ERROR(
         cuda::gather_rows(src.data, src.cols, dr, dst.rows, dst.data, m.stream));
+    return {};
+  });
+}
+
+void CudaOps::embed_rows(const WeightView& table,
+                         const int32_t* tokens,
+                         int copies,
+                         RowsView out) const {
+  Impl& m = *impl_;
+  m.run("embed_rows", [&]() -> Status {
+    if (out.rows <= 0) return {};
+    if (table.format != WeightFormat::kBF16 && table.format != WeightFormat::kF32) {
+      return Status(StatusCode::kInvalidArgument, "embed_rows: the table must be BF16 or F32");
+    }
+    DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, m.weight(table));  // uploaded once, cached
+    DI_ASSIGN_OR_RETURN(const int32_t* dt, m.upload(tokens, static_cast<size_t>(out.rows)));
+    DI_CUDA_RETURN_IF_ERROR(
+        cuda::embed_rows(dw, dt, out.rows, copies, out.data, out.cols, m.stream));
+    return {};
+  });
+}
+
+void CudaOps::copy_rows(const float* const* src,
+                        float* const* dst,
+                        int64_t n,
+                        int64_t width) const {
+  Impl& m = *impl_;
+  m.run("copy_rows", [&]() -> Status {
+    if (n <= 0 || width <= 0) return {};
+    DI_ASSIGN_OR_RETURN(const float* const* ds, m.upload(src, static_cast<size_t>(n)));
+    DI_ASSIGN_OR_RETURN(float* const* dd, m.upload(dst, static_cast<size_t>(n)));
+    DI_CUDA_RETURN_IF_ERROR(cuda::copy_rows(ds, dd, n, width, m.stream));
     return {};
   });
 }

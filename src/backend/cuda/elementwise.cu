@@ -167,9 +167,12 @@ __global__ void hc_expand_kernel(const float* y,
 // the CPU's order. exp is recomputed in the last loop (the same value) rather than kept in a
 // per-thread array, so any group size works without local memory.
 __global__ void softmax_pool_kernel(
-    const float* kv, const float* score, int group, int64_t dim, float* out) {
+    const float* const* kvs, const float* const* scores, int group, int64_t dim, float* outs) {
   const int64_t d = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (d >= dim) return;
+  const float* kv = kvs[blockIdx.y];
+  const float* score = scores[blockIdx.y];
+  float* out = outs + blockIdx.y * dim;
   float mx = -INFINITY;
   for (int i = 0; i < group; ++i) mx = fmaxf(mx, score[i * dim + d]);
   float sum = 0;
@@ -184,10 +187,17 @@ __global__ void softmax_pool_kernel(
 
 }  // namespace
 
-cudaError_t softmax_pool(
-    const float* kv, const float* score, int group, int64_t dim, float* out, cudaStream_t s) {
-  if (dim == 0) return cudaSuccess;
-  softmax_pool_kernel<<<grid_for(dim), kThreads, 0, s>>>(kv, score, group, dim, out);
+cudaError_t softmax_pool(const float* const* kv,
+                         const float* const* score,
+                         int64_t groups,
+                         int group,
+                         int64_t dim,
+                         float* out,
+                         cudaStream_t s) {
+  if (dim == 0 || groups == 0) return cudaSuccess;
+  if (groups > 65535) return cudaErrorInvalidValue;  // grid.y; the caller chunks
+  const dim3 grid(static_cast<unsigned>(grid_for(dim)), static_cast<unsigned>(groups));
+  softmax_pool_kernel<<<grid, kThreads, 0, s>>>(kv, score, group, dim, out);
   return cudaGetLastError();
 }
 

@@ -74,12 +74,30 @@ cudaError_t engram_gate(float* x,
                         float inv_sqrt_dim,
                         cudaStream_t s);
 
-// Compressor pooling: out[d] = sum_i kv[i, d] * softmax_i(score[:, d]) over `group` rows of
-// [group, dim] (exp: see device_numeric.cuh).
-cudaError_t softmax_pool(
-    const float* kv, const float* score, int group, int64_t dim, float* out, cudaStream_t s);
+// Compressor pooling of `groups` groups: out[g, d] = sum_i kv[g][i, d] * softmax_i(score[g][:, d])
+// over the `group` rows of [group, dim] at kv[g], score[g] (device pointer tables; exp: see
+// device_numeric.cuh).
+cudaError_t softmax_pool(const float* const* kv,
+                         const float* const* score,
+                         int64_t groups,
+                         int group,
+                         int64_t dim,
+                         float* out,
+                         cudaStream_t s);
 
 // --- memory.cu (copies) ---
+// out[r, k * dim + d] = table[tokens[r], d] for k < copies (a BF16 or F32 table; out rows of
+// out_cols floats).
+cudaError_t embed_rows(const DeviceWeight& table,
+                       const int32_t* tokens,
+                       int64_t rows,
+                       int copies,
+                       float* out,
+                       int64_t out_cols,
+                       cudaStream_t s);
+// dst[i][0, width) = src[i][0, width) for i < n (device pointer tables).
+cudaError_t copy_rows(
+    const float* const* src, float* const* dst, int64_t n, int64_t width, cudaStream_t s);
 // dst[i] = src[rows[i]] for rows of `cols` floats (rows: device indices, n of them).
 cudaError_t gather_rows(
     const float* src, int64_t cols, const int64_t* rows, int64_t n, float* dst, cudaStream_t s);
@@ -235,12 +253,23 @@ cudaError_t quantize_fp8_bf16(
 bool wgmma_bf16_applies(const DeviceWeight& w);
 // y = the block-scaled product from quantize_fp8_bf16's xb; the tile by M, or one configuration
 // by number (0..kWgmmaBf16Variants-1: 128 features x {128, 64} tokens, 64 x {32, 8}; 4 is 0 with
-// the A fragments loaded after the promotion, for comparison). All give the same bits.
+// the A fragments loaded after the promotion, for comparison). All give the same bits: K is
+// summed in wgmma_bf16_k_parts(w) runs (a function of the shape), added in order. The small tiles
+// give each run its own CTA when `ws` has wgmma_bf16_workspace(...) floats (else, or with
+// nullptr, one CTA sums all runs: the same bits, slower at few rows).
+int wgmma_bf16_k_parts(const DeviceWeight& w);
+int64_t wgmma_bf16_workspace(int64_t rows, const DeviceWeight& w);
+int64_t wgmma_bf16_workspace(int variant, int64_t rows, const DeviceWeight& w);
 cudaError_t block_scaled_gemm_wgmma_bf16(
-    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
+    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, float* ws, cudaStream_t s);
 inline constexpr int kWgmmaBf16Variants = 5;
-cudaError_t block_scaled_gemm_wgmma_bf16(
-    int variant, const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
+cudaError_t block_scaled_gemm_wgmma_bf16(int variant,
+                                         const uint16_t* xb,
+                                         int64_t rows,
+                                         const DeviceWeight& w,
+                                         float* y,
+                                         float* ws,
+                                         cudaStream_t s);
 // act_quant with e4m3 bytes out: the values and scales of quantize_fp8, bit for bit.
 cudaError_t quantize_fp8_e4m3(
     const float* x, int64_t rows, int64_t cols, uint8_t* qa, float* scales, cudaStream_t s);

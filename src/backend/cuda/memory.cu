@@ -2,6 +2,8 @@
 // model's MoE permutation, bounded replay, logits rows) and by pointer (the sparse-attention and
 // indexer key lists, which point into the state pool and the step's own rows), and the MoE
 // combine's scatter-add and final rounded sum.
+#include <algorithm>
+
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/kernels.h"
 
@@ -26,6 +28,35 @@ __global__ void gather_pointed_rows_kernel(const float* const* ptrs, int64_t wid
   const int64_t r = blockIdx.y;
   const float* s = ptrs[r];
   float* d = dst + r * width;
+  for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < width;
+       c += int64_t{gridDim.x} * blockDim.x) {
+    d[c] = s[c];
+  }
+}
+
+// One block per row: each value converted once, stored in every copy.
+__global__ void embed_rows_kernel(const uint8_t* table,
+                                  bool bf16,
+                                  int64_t dim,
+                                  const int32_t* tokens,
+                                  int copies,
+                                  float* out,
+                                  int64_t out_cols) {
+  const int64_t t = tokens[blockIdx.x];
+  float* dst = out + blockIdx.x * out_cols;
+  for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
+    const float v =
+        bf16 ? __uint_as_float(
+                   static_cast<uint32_t>(reinterpret_cast<const uint16_t*>(table)[t * dim + d])
+                   << 16)
+             : reinterpret_cast<const float*>(table)[t * dim + d];
+    for (int k = 0; k < copies; ++k) dst[k * dim + d] = v;
+  }
+}
+
+__global__ void copy_rows_kernel(const float* const* src, float* const* dst, int64_t width) {
+  const float* s = src[blockIdx.y];
+  float* d = dst[blockIdx.y];
   for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < width;
        c += int64_t{gridDim.x} * blockDim.x) {
     d[c] = s[c];
@@ -91,6 +122,30 @@ cudaError_t gather_pointed_rows(
     const float* const* ptrs, int64_t n, int64_t width, float* dst, cudaStream_t s) {
   if (n == 0 || width == 0) return cudaSuccess;
   gather_pointed_rows_kernel<<<grid_for(n, width), kThreads, 0, s>>>(ptrs, width, dst);
+  return cudaGetLastError();
+}
+
+cudaError_t embed_rows(const DeviceWeight& table,
+                       const int32_t* tokens,
+                       int64_t rows,
+                       int copies,
+                       float* out,
+                       int64_t out_cols,
+                       cudaStream_t s) {
+  if (rows == 0) return cudaSuccess;
+  if (rows > 0x7fffffff) return cudaErrorInvalidValue;  // grid.x
+  embed_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(
+      table.data, table.format == WeightFormat::kBF16, table.in_features, tokens, copies, out,
+      out_cols);
+  return cudaGetLastError();
+}
+
+cudaError_t copy_rows(
+    const float* const* src, float* const* dst, int64_t n, int64_t width, cudaStream_t s) {
+  for (int64_t r0 = 0; r0 < n; r0 += 65535) {  // grid.y
+    const int64_t rows = std::min<int64_t>(65535, n - r0);
+    copy_rows_kernel<<<grid_for(rows, width), kThreads, 0, s>>>(src + r0, dst + r0, width);
+  }
   return cudaGetLastError();
 }
 

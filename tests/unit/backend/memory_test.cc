@@ -47,6 +47,16 @@ TEST(HostMemory, BufferCopiesAndGathers) {
   }
   m.fill(g.data(), 2.5f, g.size());
   EXPECT_EQ(g.to_host(), std::vector<float>(24, 2.5f));
+  // Rows through pointer tables: row 1 of `moved` to row 2 of g, row 3 (cols 2..6) to row 0.
+  const std::vector<const float*> src = {moved.data() + 8, moved.data() + 26};
+  const std::vector<float*> dst = {g.data() + 16, g.data()};
+  m.copy_rows(src.data(), dst.data(), 2, 5);
+  const auto cv = g.to_host();
+  for (int c = 0; c < 8; ++c) {
+    EXPECT_EQ(cv[static_cast<size_t>(16 + c)], c < 5 ? host[static_cast<size_t>(8 + c)] : 2.5f);
+    EXPECT_EQ(cv[static_cast<size_t>(c)], c < 5 ? host[static_cast<size_t>(26 + c)] : 2.5f);
+    EXPECT_EQ(cv[static_cast<size_t>(8 + c)], 2.5f);
+  }
 }
 
 TEST(CpuOps, MoeCombineRowOps) {

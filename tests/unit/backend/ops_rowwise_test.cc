@@ -1,5 +1,6 @@
 // Row-wise ops (norm, RoPE, hyper-connections, router, SwiGLU, Engram gate, pooling) against plain
 // double-precision references written from the spec's formulas.
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -18,6 +19,35 @@ class RowOps : public ::testing::Test {
   ThreadPool pool_{2};
   CpuOps ops_{pool_};
 };
+
+// Each row is its token's table row, converted from bf16 (or copied from f32), in every copy.
+TEST_F(RowOps, EmbedRowsGathersAndReplicates) {
+  const int64_t vocab = 6, dim = 5;
+  std::vector<uint16_t> bf(static_cast<size_t>(vocab * dim));
+  std::vector<float> f32(bf.size());
+  for (size_t i = 0; i < bf.size(); ++i) {
+    f32[i] = static_cast<float>(i) * 0.25f - 3.0f;  // exact in bf16
+    bf[i] = float_to_bf16(f32[i]);
+  }
+  const std::vector<int32_t> tokens = {4, 0, 4};
+  for (bool use_bf16 : {true, false}) {
+    const WeightView table{use_bf16 ? WeightFormat::kBF16 : WeightFormat::kF32, vocab, dim,
+                           use_bf16 ? reinterpret_cast<const uint8_t*>(bf.data())
+                                    : reinterpret_cast<const uint8_t*>(f32.data()),
+                           nullptr};
+    std::vector<float> out(3 * 2 * dim, NAN);
+    ops_.embed_rows(table, tokens.data(), 2, RowsView{out.data(), 3, 2 * dim});
+    for (int64_t r = 0; r < 3; ++r) {
+      for (int k = 0; k < 2; ++k) {
+        for (int64_t d = 0; d < dim; ++d) {
+          EXPECT_EQ(out[static_cast<size_t>(r * 2 * dim + k * dim + d)],
+                    f32[static_cast<size_t>(tokens[static_cast<size_t>(r)] * dim + d)])
+              << "row " << r << " copy " << k << " dim " << d << (use_bf16 ? " bf16" : " f32");
+        }
+      }
+    }
+  }
+}
 
 TEST_F(RowOps, RmsNorm) {
   auto x = random_vector(3 * 64, 1, 2.0f);
@@ -186,12 +216,18 @@ TEST_F(RowOps, EngramGateAndSoftmaxPool) {
   expect_close(y, ref, 4e-3, 1e-6, "engram_gate");
 
   auto kvp = random_vector(2 * dim, 12, 1.0f, false), sc = random_vector(2 * dim, 13, 1.0f, false);
-  auto pooled = poisoned(dim);
-  ops_.softmax_pool(kvp.data(), sc.data(), 2, dim, pooled.data());
-  std::vector<double> pref(dim);
+  // Two groups through the pointer tables: the rows as given, then the same rows swapped.
+  auto swapped = kvp, swapped_sc = sc;
+  std::rotate(swapped.begin(), swapped.begin() + dim, swapped.end());
+  std::rotate(swapped_sc.begin(), swapped_sc.begin() + dim, swapped_sc.end());
+  auto pooled = poisoned(2 * dim);
+  const std::vector<const float*> kv_groups = {kvp.data(), swapped.data()},
+                                  score_groups = {sc.data(), swapped_sc.data()};
+  ops_.softmax_pool(kv_groups.data(), score_groups.data(), 2, 2, dim, pooled.data());
+  std::vector<double> pref(2 * dim);
   for (int d = 0; d < dim; ++d) {
     double a = std::exp(double(sc[d])), b = std::exp(double(sc[dim + d]));
-    pref[d] = (kvp[d] * a + kvp[dim + d] * b) / (a + b);
+    pref[d] = pref[dim + d] = (kvp[d] * a + kvp[dim + d] * b) / (a + b);
   }
   expect_close(pooled, pref, 1e-5, 1e-6, "softmax_pool");
 }

@@ -27,6 +27,7 @@ class EveryNth : public TokenConstraint {
       if (!allowed(i)) logits[i] = -INFINITY;
     }
   }
+  Mask bitmask_kind() const override { return Mask::kMask; }
   Mask allowed_bitmask(std::span<uint32_t> words) override {
     std::fill(words.begin(), words.end(), 0u);
     for (size_t i = 0; i < words.size() * 32; ++i) {
@@ -95,8 +96,17 @@ TEST(BackendSampling, CpuOpDrawsTheSamplersTokenBitwise) {
     std::vector<float> row(x.begin() + r * V, x.begin() + (r + 1) * V);
     host[static_cast<size_t>(r)] =
         sampler.sample(row, p, prompt, output, stream, pos, constrained ? &c1 : nullptr).token;
+    int64_t mask_at = -1;
     ASSERT_TRUE(add_backend_sample_row(p, prompt, output, stream, pos, constrained ? &c2 : nullptr,
-                                       V, counts, params[static_cast<size_t>(r)], sel));
+                                       V, counts, params[static_cast<size_t>(r)], sel, mask_at));
+    ASSERT_EQ(mask_at >= 0, constrained);
+    // The mask is written later (as the engine's fill_masks does after issuing the forward).
+    if (constrained) {
+      const auto words = static_cast<size_t>(kernels::sample::mask_words(V));
+      ASSERT_EQ(c2.allowed_bitmask(
+                    std::span<uint32_t>(sel.masks).subspan(static_cast<size_t>(mask_at), words)),
+                TokenConstraint::Mask::kMask);
+    }
   }
   kernels::sample::RowsArgs a;
   a.params = params.data();

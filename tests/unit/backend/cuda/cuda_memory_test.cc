@@ -28,6 +28,22 @@ TEST_F(CudaOpsTest, BuffersRoundTripThroughDeviceMemory) {
   EXPECT_GT(gpu_->host_syncs(), 0u);
 }
 
+// Token embeddings gathered on the device, hc copies, from BF16 and F32 tables: the CPU's bits.
+TEST_F(CudaOpsTest, EmbedRowsMatchCpuBitwise) {
+  const std::vector<int32_t> tokens = {5, 0, 99, 5, 42, 17, 63};
+  const int64_t rows = static_cast<int64_t>(tokens.size());
+  for (WeightFormat f : {WeightFormat::kBF16, WeightFormat::kF32}) {
+    for (int copies : {1, 4}) {
+      const RandomWeight table = random_weight(f, 100, 300, 31);
+      Rows oc(static_cast<size_t>(rows * copies * 300)), og(oc.size(), NAN);
+      cpu_.embed_rows(table.view, tokens.data(), copies, {oc.data(), rows, copies * 300});
+      gpu_->embed_rows(table.view, tokens.data(), copies, {og.data(), rows, copies * 300});
+      ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+      expect_bitwise(og, oc, "embed_rows");
+    }
+  }
+}
+
 TEST_F(CudaOpsTest, RowGatherAndCombineMatchCpuBitwise) {
   const int64_t rows = 9, cols = 300;
   const auto src = random_rows(static_cast<size_t>(rows * cols), 92);
@@ -36,6 +52,20 @@ TEST_F(CudaOpsTest, RowGatherAndCombineMatchCpuBitwise) {
   cpu_.gather_rows({src.data(), rows, cols}, pick.data(), {gc.data(), 5, cols});
   gpu_->gather_rows({src.data(), rows, cols}, pick.data(), {gg.data(), 5, cols});
   expect_bitwise(gg, gc, "gather_rows");
+  // Rows through pointer tables (the compressor's carry rows, index keys), in one call.
+  Rows rc(static_cast<size_t>(rows * cols), 0.0f), rg = rc;
+  std::vector<const float*> from_c, from_g;
+  std::vector<float*> to_c, to_g;
+  for (int64_t i : {3, 0, 8, 5}) {
+    from_c.push_back(src.data() + i * cols + 7);
+    from_g.push_back(src.data() + i * cols + 7);
+    to_c.push_back(rc.data() + (8 - i) * cols);
+    to_g.push_back(rg.data() + (8 - i) * cols);
+  }
+  cpu_.copy_rows(from_c.data(), to_c.data(), 4, cols - 7);
+  gpu_->copy_rows(from_g.data(), to_g.data(), 4, cols - 7);
+  ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+  expect_bitwise(rg, rc, "copy_rows");
 
   // Three "experts" add their rows into an accumulator, then the shared part and one rounding.
   Rows ac(static_cast<size_t>(rows * cols), 0.0f), ag = ac;

@@ -128,12 +128,15 @@ TEST_F(CudaOpsTest, HcMixesMatchCpuNearlyBitwise) {
 
 TEST_F(CudaOpsTest, SoftmaxPoolMatchesCpuNearlyBitwise) {
   for (int group : {1, 4, 64}) {
+    // Three groups: rows 0.., rows 1.. (overlapping the first) and rows 0.. again.
     const int64_t dim = 515;
-    auto kv = random_rows(static_cast<size_t>(group * dim), 81);
-    auto score = random_rows(static_cast<size_t>(group * dim), 82, 4.0f);
-    Rows oc(static_cast<size_t>(dim)), og(oc.size(), NAN);
-    cpu_.softmax_pool(kv.data(), score.data(), group, dim, oc.data());
-    gpu_->softmax_pool(kv.data(), score.data(), group, dim, og.data());
+    auto kv = random_rows(static_cast<size_t>((group + 1) * dim), 81);
+    auto score = random_rows(static_cast<size_t>((group + 1) * dim), 82, 4.0f);
+    const std::vector<const float*> kvs = {kv.data(), kv.data() + dim, kv.data()},
+                                    scores = {score.data(), score.data() + dim, score.data()};
+    Rows oc(static_cast<size_t>(3 * dim)), og(oc.size(), NAN);
+    cpu_.softmax_pool(kvs.data(), scores.data(), 3, group, dim, oc.data());
+    gpu_->softmax_pool(kvs.data(), scores.data(), 3, group, dim, og.data());
     ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
     expect_nearly_bitwise(og, oc, 0.98, 1e-5, "softmax_pool");
   }
