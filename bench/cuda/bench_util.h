@@ -37,6 +37,25 @@ struct DeviceBuffers {
   }
 };
 
+// Mean milliseconds of fn(i) over `iters` calls (i = 0, 1, ...) after 2 warm-up calls, timed
+// with events on the default stream; fn returns a cudaError_t.
+template <class F>
+Expected<double> mean_event_ms(int iters, F&& fn) {
+  for (int i = 0; i < 2; ++i) DI_CUDA_RETURN_IF_ERROR(fn(i));
+  cudaEvent_t a = nullptr, b = nullptr;
+  DI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&a));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&b));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(a));
+  for (int i = 0; i < iters; ++i) DI_CUDA_RETURN_IF_ERROR(fn(i));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(b));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(b));
+  float ms = 0;
+  DI_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, a, b));
+  (void)cudaEventDestroy(a);
+  (void)cudaEventDestroy(b);
+  return static_cast<double>(ms) / iters;
+}
+
 inline std::vector<float> random_floats(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, 1.0f);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "cuda/bench_util.h"
 
 namespace di::bench {
 
@@ -104,6 +105,20 @@ Expected<double> time_cublaslt_gemm(LtType type, int64_t m, int64_t n, int64_t k
   float ms = 0;
   DI_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, r.e0, r.e1));
   return static_cast<double>(ms) / iters;
+}
+
+Expected<MeasuredPeaks> measure_copy_and_bf16_peaks() {
+  DeviceBuffers buf;
+  const size_t n = size_t{1} << 30;
+  DI_ASSIGN_OR_RETURN(uint8_t * a, buf.alloc<uint8_t>(n));
+  DI_ASSIGN_OR_RETURN(uint8_t * b, buf.alloc<uint8_t>(n));
+  DI_CUDA_RETURN_IF_ERROR(cudaMemset(a, 1, n));
+  DI_ASSIGN_OR_RETURN(double copy_ms, mean_event_ms(10, [&](int) {
+                        return cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice);
+                      }));
+  DI_ASSIGN_OR_RETURN(double bf16_ms, time_cublaslt_gemm(LtType::kBF16, 8192, 8192, 8192, 10));
+  return MeasuredPeaks{2.0 * static_cast<double>(n) / (copy_ms * 1e-3),
+                       2.0 * 8192.0 * 8192.0 * 8192.0 / (bf16_ms * 1e-3)};
 }
 
 }  // namespace di::bench

@@ -17,4 +17,11 @@ enum class LtType { kBF16, kFP8 };
 // small random values. Returns a Status when cuBLASLt has no algorithm for the shape.
 Expected<double> time_cublaslt_gemm(LtType type, int64_t m, int64_t n, int64_t k, int iters);
 
+// The floors' denominators, measured now: device copy bandwidth (bytes read + written per
+// second, a 1 GiB cudaMemcpy) and cuBLASLt's bf16 rate at 8192^3.
+struct MeasuredPeaks {
+  double bytes_per_s = 0, bf16_flops = 0;
+};
+Expected<MeasuredPeaks> measure_copy_and_bf16_peaks();
+
 }  // namespace di::bench

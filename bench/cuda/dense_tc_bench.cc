@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/kernels.h"
@@ -23,24 +24,10 @@ using backend::cuda::DeviceWeight;
 
 template <class F>
 Expected<double> mean_ms(int iters, F&& fn) {
-  for (int i = 0; i < 2; ++i) DI_CUDA_RETURN_IF_ERROR(fn(i));
-  cudaEvent_t a, b;
-  DI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&a));
-  DI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&b));
-  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(a));
-  for (int i = 0; i < iters; ++i) DI_CUDA_RETURN_IF_ERROR(fn(i));
-  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(b));
-  DI_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(b));
-  float ms = 0;
-  DI_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, a, b));
-  (void)cudaEventDestroy(a);
-  (void)cudaEventDestroy(b);
-  return static_cast<double>(ms) / iters;
+  return mean_event_ms(iters, std::forward<F>(fn));
 }
 
-struct Floors {
-  double bytes_per_s, bf16_flops;
-};
+using Floors = MeasuredPeaks;
 
 // bf16 bits of normal values, a 1M-element pattern repeated (host time stays small at 1.3 GB).
 std::vector<uint16_t> bf16_values(size_t n, uint32_t seed) {
@@ -91,17 +78,7 @@ Status bench_shape(const char* name, int64_t out, int64_t in, int groups, const 
 
 int dense_tc_bench() {
   auto run = []() -> Status {
-    DeviceBuffers buf;
-    const size_t n = size_t{1} << 30;
-    DI_ASSIGN_OR_RETURN(uint8_t * a, buf.alloc<uint8_t>(n));
-    DI_ASSIGN_OR_RETURN(uint8_t * b, buf.alloc<uint8_t>(n));
-    DI_CUDA_RETURN_IF_ERROR(cudaMemset(a, 1, n));
-    DI_ASSIGN_OR_RETURN(double copy_ms, mean_ms(10, [&](int) {
-                          return cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice);
-                        }));
-    DI_ASSIGN_OR_RETURN(double bf16_ms, time_cublaslt_gemm(LtType::kBF16, 8192, 8192, 8192, 10));
-    const Floors f{2.0 * static_cast<double>(n) / (copy_ms * 1e-3),
-                   2.0 * 8192.0 * 8192.0 * 8192.0 / (bf16_ms * 1e-3)};
+    DI_ASSIGN_OR_RETURN(const Floors f, measure_copy_and_bf16_peaks());
     std::printf(
         "\ndense bf16 tensor path: copy %.0f GB/s (read+write), cuBLASLt bf16 %.0f TFLOP/s "
         "(8192^3)\n",

@@ -27,19 +27,7 @@ using backend::cuda::DeviceWeight;
 // Mean ms of fn() over iters calls after 2 warm-ups.
 template <class F>
 Expected<double> mean_ms(int iters, F&& fn) {
-  for (int i = 0; i < 2; ++i) DI_CUDA_RETURN_IF_ERROR(fn());
-  cudaEvent_t a = nullptr, b = nullptr;
-  DI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&a));
-  DI_CUDA_RETURN_IF_ERROR(cudaEventCreate(&b));
-  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(a));
-  for (int i = 0; i < iters; ++i) DI_CUDA_RETURN_IF_ERROR(fn());
-  DI_CUDA_RETURN_IF_ERROR(cudaEventRecord(b));
-  DI_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(b));
-  float ms = 0;
-  DI_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, a, b));
-  (void)cudaEventDestroy(a);
-  (void)cudaEventDestroy(b);
-  return static_cast<double>(ms) / iters;
+  return mean_event_ms(iters, [&](int) { return fn(); });
 }
 
 struct Shape {
