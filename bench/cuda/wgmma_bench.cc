@@ -60,9 +60,6 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
   const double flops = 2.0 * M * N * K;
   const int iters = flops > 2e12 ? 3 : flops > 2e11 ? 5 : 20;
   DI_ASSIGN_OR_RETURN(uint16_t * xb, buf.alloc<uint16_t>(x.size()));
-  // The small tiles' workspace (a CTA per run of K), as CudaOps gives it.
-  DI_ASSIGN_OR_RETURN(float* split_ws, buf.alloc<float>(static_cast<size_t>(std::max<int64_t>(
-                                           1, backend::cuda::wgmma_bf16_workspace(3, M, w)))));
   DI_ASSIGN_OR_RETURN(float* y3, buf.alloc<float>(static_cast<size_t>(M * N)));
   DI_ASSIGN_OR_RETURN(double quant_ms, mean_ms(iters, [&] {
                         return backend::cuda::quantize_fp8_bf16(xd, M, K, xb, nullptr);
@@ -70,8 +67,7 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
   DI_CUDA_RETURN_IF_ERROR(backend::cuda::quantize_fp8_e4m3(xd, M, K, qa, sc, nullptr));
   // The tensor path on sm_90 (bf16 wgmma), then the FP8 wgmma path.
   DI_ASSIGN_OR_RETURN(double ms, mean_ms(iters, [&] {
-                        return backend::cuda::block_scaled_gemm_wgmma_bf16(xb, M, w, y, split_ws,
-                                                                           nullptr);
+                        return backend::cuda::block_scaled_gemm_wgmma_bf16(xb, M, w, y, nullptr);
                       }));
   DI_ASSIGN_OR_RETURN(double fp8_ms, mean_ms(iters, [&] {
                         return backend::cuda::block_scaled_gemm_wg(qa, sc, M, w, y2, nullptr);
@@ -86,7 +82,7 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
     }
   };
   variants(backend::cuda::kWgmmaBf16Variants, [&](int v) {
-    return backend::cuda::block_scaled_gemm_wgmma_bf16(v, xb, M, w, y3, split_ws, nullptr);
+    return backend::cuda::block_scaled_gemm_wgmma_bf16(v, xb, M, w, y3, nullptr);
   });
   notes += "; fp8";
   variants(backend::cuda::kWgmmaGemmVariants, [&](int v) {

@@ -212,10 +212,7 @@ struct CudaOps::Impl {
     if (gemm == CudaGemm::kTensor && cuda::wgmma_bf16_applies(dw)) {  // sm_90, K % 128 == 0
       DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_bf16(dx, rows, cols, xb, stream));
-      const int64_t ws_floats = cuda::wgmma_bf16_workspace(rows, dw);
-      DI_ASSIGN_OR_RETURN(float* ws, scratch<float>(static_cast<size_t>(ws_floats)));
-      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_wgmma_bf16(
-          xb, rows, dw, dy, ws_floats > 0 ? ws : nullptr, stream));
+      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_wgmma_bf16(xb, rows, dw, dy, stream));
     } else if (!exact) {
       DI_ASSIGN_OR_RETURN(uint8_t * qa, scratch<uint8_t>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_e4m3(dx, rows, cols, qa, sc, stream));

@@ -16,15 +16,6 @@
 // two block-sum register sets alternating per k32 block. Every output depends only on its row of
 // x and of w, whatever the tile: batch invariant (tested). The 128 x 128 tile loads each block's
 // A fragments before promoting the block two back (kAhead; docs/notes/cuda-kernels.md "pgemm").
-//
-// K is cut into `parts` runs of whole stages, a number that depends on the weight's shape only
-// (k_parts): each run promotes its blocks in K order from zero, and the runs' sums are added in
-// order, ((p0 + p1) + p2) + ... . One CTA for all runs keeps the running total in its fp32
-// outputs (each thread adds into its own outputs as a run ends, which stay in L2: a register set
-// more would spill the 128 x 128 tile); the small tiles (few rows, where one CTA per 64 features
-// leaves most SMs idle and the weights stream at a fifth of the bandwidth) give each run its own
-// CTA, write the runs' sums to a workspace and add them in the same order in a second kernel. Same
-// bits either way.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -97,15 +88,6 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t v) {
 // the promotion. (The same operations; the early loads and conversions overlap the 64 FFMAs. Worth
 // 6-9 % on the 128 x 128 tile, nothing measurable on the small ones, which keep the order they
 // were measured with.)
-#if DI_WGMMA_ENABLED
-// Stage at which run p of `parts` begins (whole stages; k_parts keeps every run non-empty).
-__device__ __forceinline__ int part_begin(int p, int parts, int num_stages) {
-  return static_cast<int>(static_cast<int64_t>(p) * num_stages / parts);
-}
-#endif
-
-// With ws (split), CTA z computes run z alone and writes its sum to ws [parts, rows, N]; without,
-// every run and the ordered total, rounded into y.
 template <int CONS, int BT, int ST, bool kAhead>
 __global__ void __launch_bounds__(128 * (CONS + 1), 1)
     wgmma_bf16_block_scaled(const __grid_constant__ CUtensorMap tw,
@@ -114,9 +96,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
                             int rows,
                             int N,
                             int nblk,
-                            int parts,
-                            float* y,
-                            float* ws) {
+                            float* y) {
 #if DI_WGMMA_ENABLED
   using C = Bf16Config<CONS, BT, ST>;
   constexpr int R = BT / 2;  // accumulator floats per thread
@@ -129,10 +109,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
   auto empty = [&](int s) { return bars + 8 * (ST + s); };
   auto w_at = [&](int s) { return base + s * C::kStage; };
   auto x_at = [&](int s) { return w_at(s) + C::kW; };
-  const int all_stages = nblk / 4;
-  // This CTA's stages [s_begin, s_begin + num_stages); local stage indices count from 0.
-  const int s_begin = ws ? part_begin(blockIdx.z, parts, all_stages) : 0;
-  const int num_stages = ws ? part_begin(blockIdx.z + 1, parts, all_stages) - s_begin : all_stages;
+  const int num_stages = nblk / 4;
   const int n0 = blockIdx.x * C::kBO, m0 = blockIdx.y * BT;
   const int wgi = threadIdx.x / 128;
   if (threadIdx.x == 0) {
@@ -151,10 +128,9 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
         const int slot = st % ST;
         if (st >= ST) mbar::wait(empty(slot), ((st / ST) - 1) & 1);
         mbar::arrive_expect_tx(full(slot), C::kTx);
-        const int k0 = (s_begin + st) * kStageK;
-        wg::tma_load_2d(w_at(slot), &tw, k0, n0, full(slot));
-        wg::tma_load_2d(x_at(slot), &tx, k0, m0, full(slot));
-        wg::tma_load_2d(x_at(slot) + C::kX, &tx, k0 + 64, m0, full(slot));
+        wg::tma_load_2d(w_at(slot), &tw, st * kStageK, n0, full(slot));
+        wg::tma_load_2d(x_at(slot), &tx, st * kStageK, m0, full(slot));
+        wg::tma_load_2d(x_at(slot) + C::kX, &tx, st * kStageK + 64, m0, full(slot));
       }
     }
     return;
@@ -171,24 +147,10 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
   float acc[R], s0[R], s1[R];
 #pragma unroll
   for (int i = 0; i < R; ++i) acc[i] = s0[i] = s1[i] = 0.0f;
-  // 4 blocks' scales per 32-bit word, one word per stage
-  uint32_t wv = 0, wv_next = og_ok ? __ldg(wrow + s_begin) : 0u;
-  int part = 0, part_end = ws ? num_stages : part_begin(1, parts, all_stages);
+  uint32_t wv = 0, wv_next = og_ok ? __ldg(wrow) : 0u;  // 4 blocks' scales per 32-bit word
 
   // A fragments (mma.m16n8k16 layout) of k16 step h of block kk from the swizzled e4m3 tile:
   // 16-byte chunk j of row r sits at chunk j ^ (r % 8), and r % 8 = g8 for both of our rows.
-  // f(i, offset) for each output this thread owns: d[4j + e] is feature orow + 8 (e / 2), token
-  // 8j + 2q + e % 2, at y/ws offset m * N + o.
-  auto for_each_output = [&](auto&& f) {
-#pragma unroll
-    for (int j = 0; j < BT / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int o = n0 + orow + 8 * (e >> 1), m = m0 + 8 * j + 2 * q + (e & 1);
-        if (o < N && m < rows) f(4 * j + e, static_cast<int64_t>(m) * N + o);
-      }
-    }
-  };
   auto frag = [&](int slot, int kk, int h, uint32_t(&a)[4]) {
     const uint8_t* r0 = base_ptr + (w_at(slot) - base) + orow * kStageK;
     const int c = (((2 * kk + h) ^ g8) << 4) + 2 * q;
@@ -223,23 +185,12 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
     const int st = g >> 2, kk = g & 3, slot = st % ST;
     if (kk == 0) {
       wv = wv_next;
-      wv_next = (og_ok && st + 1 < num_stages) ? __ldg(wrow + s_begin + st + 1) : 0u;
+      wv_next = (og_ok && st + 1 < num_stages) ? __ldg(wrow + st + 1) : 0u;
     }
-    const float scale = e8m0_to_float(static_cast<uint8_t>(wv >> (8 * kk)));
+    const float ws = e8m0_to_float(static_cast<uint8_t>(wv >> (8 * kk)));
 #pragma unroll
-    for (int i = 0; i < R; ++i) acc[i] = __fmaf_rn(S[i], scale, acc[i]);
-    if (kk == 3) {
-      mbar::arrive(empty(slot));
-      if (!ws && st + 1 == part_end && part + 1 < parts) {
-        // A run (not the last) ends: into the ordered total in y, then from zero.
-        for_each_output(
-            [&](int i, int64_t off) { y[off] = part == 0 ? acc[i] : __fadd_rn(y[off], acc[i]); });
-#pragma unroll
-        for (int i = 0; i < R; ++i) acc[i] = 0.0f;
-        ++part;
-        part_end = part_begin(part + 1, parts, all_stages);
-      }
-    }
+    for (int i = 0; i < R; ++i) acc[i] = __fmaf_rn(S[i], ws, acc[i]);
+    if (kk == 3) mbar::arrive(empty(slot));
   };
 
   // As gemm_wgmma.cu: per stage, even blocks in s0 and odd ones in s1, each promoted while the
@@ -269,7 +220,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
       retire(g + 3, s1);
     }
   } else {
-    for (int g = 0; g < 4 * num_stages; g += 4) {
+    for (int g = 0; g < nblk; g += 4) {
       issue(g, s0);
       issue(g + 1, s1);
       wg::wgmma_wait<1>();
@@ -285,33 +236,24 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
     }
   }
 
-  if (ws) {
-    float* run = ws + static_cast<int64_t>(blockIdx.z) * rows * N;
-    for_each_output([&](int i, int64_t off) { run[off] = acc[i]; });
-  } else {
-    for_each_output([&](int i, int64_t off) {
-      y[off] = round_bf16(parts == 1 ? acc[i] : __fadd_rn(y[off], acc[i]));
-    });
+  // d[4j + e]: feature orow + 8 (e / 2), token 8j + 2q + e % 2.
+#pragma unroll
+  for (int j = 0; j < BT / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int o = n0 + orow + 8 * (e >> 1), m = m0 + 8 * j + 2 * q + (e & 1);
+      if (o < N && m < rows) y[static_cast<int64_t>(m) * N + o] = round_bf16(acc[4 * j + e]);
+    }
   }
 #endif
 }
 
-// The runs' sums in order, rounded: y = bf16(((ws[0] + ws[1]) + ws[2]) + ...).
-__global__ void add_parts_kernel(const float* ws, int64_t n, int parts, float* y) {
-  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (i >= n) return;
-  float t = ws[i];
-  for (int p = 1; p < parts; ++p) t = __fadd_rn(t, ws[p * n + i]);
-  y[i] = round_bf16(t);
-}
-
 template <int CONS, int BT, int ST, bool kAhead>
 cudaError_t launch(
-    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, float* ws, cudaStream_t s) {
+    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
   using C = Bf16Config<CONS, BT, ST>;
   const uint64_t K = static_cast<uint64_t>(w.in_features),
                  N = static_cast<uint64_t>(w.out_features);
-  const int parts = wgmma_bf16_k_parts(w);
   const uint64_t M = static_cast<uint64_t>(rows);
   CUtensorMap tw{}, tx{};
   cudaError_t e = make_tensor_map_2d(&tw, CU_TENSOR_MAP_DATA_TYPE_UINT8, w.data, K, N, K, kStageK,
@@ -326,17 +268,10 @@ cudaError_t launch(
   if (e != cudaSuccess) return e;
   const uint64_t token_tiles = (M + BT - 1) / BT;
   if (token_tiles > 65535) return cudaErrorInvalidValue;  // gridDim.y's limit
-  // One run needs no workspace; the small tiles split whenever a workspace is given.
-  if (parts == 1) ws = nullptr;
   const dim3 grid(static_cast<unsigned>((N + C::kBO - 1) / C::kBO),
-                  static_cast<unsigned>(token_tiles), ws ? static_cast<unsigned>(parts) : 1u);
+                  static_cast<unsigned>(token_tiles));
   k<<<grid, C::kThreads, C::kSmem, s>>>(tw, tx, w.scale, static_cast<int>(rows),
-                                        static_cast<int>(N), static_cast<int>(K / 32), parts, y,
-                                        ws);
-  if (ws) {
-    const int64_t n = static_cast<int64_t>(M * N);
-    add_parts_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(ws, n, parts, y);
-  }
+                                        static_cast<int>(N), static_cast<int>(K / 32), y);
   return cudaGetLastError();
 }
 
@@ -360,34 +295,6 @@ cudaError_t quantize_fp8_bf16(
   return cudaGetLastError();
 }
 
-int wgmma_bf16_k_parts(const DeviceWeight& w) {
-  // Enough CTAs for the 64-feature tile to cover the SMs twice (few rows stream the weight with
-  // one CTA per run and tile), each run at least 4 stages (512 of K), at most 8 runs. A function
-  // of the weight's shape only, so every M computes the same sums.
-  const int64_t tiles = (w.out_features + 63) / 64, stages = w.in_features / kStageK;
-  int parts = 1;
-  while (parts < 8 && tiles * parts < 264 && stages >= 8 * parts) parts *= 2;
-  return parts;
-}
-
-// Variants 2 and 3 (64 features x 32 or 8 tokens) run one CTA per run when given a workspace.
-int64_t wgmma_bf16_workspace(int variant, int64_t rows, const DeviceWeight& w) {
-  const int parts = wgmma_bf16_k_parts(w);
-  if (parts == 1 || (variant != 2 && variant != 3)) return 0;
-  return parts * rows * w.out_features;
-}
-
-namespace {
-int variant_for_rows(int64_t rows) {
-  // The fastest variant per M at N = K = 5120 on the H200 (docs/benchmarks.md).
-  return rows <= 8 ? 3 : rows <= 32 ? 2 : rows <= 128 ? 1 : 0;
-}
-}  // namespace
-
-int64_t wgmma_bf16_workspace(int64_t rows, const DeviceWeight& w) {
-  return wgmma_bf16_workspace(variant_for_rows(rows), rows, w);
-}
-
 bool wgmma_bf16_applies(const DeviceWeight& w) {
   if (w.format != WeightFormat::kFP8 || w.in_features % kStageK != 0 || w.in_features == 0 ||
       w.in_features > (int64_t{1} << 30) || w.out_features > (int64_t{1} << 30) ||
@@ -408,7 +315,6 @@ cudaError_t block_scaled_gemm_wgmma_bf16(int variant,
                                          int64_t rows,
                                          const DeviceWeight& w,
                                          float* y,
-                                         float* ws,
                                          cudaStream_t s) {
   if (rows == 0 || w.out_features == 0) return cudaSuccess;
   if (rows > (int64_t{1} << 30) || reinterpret_cast<uintptr_t>(xb) % 16 != 0) {
@@ -416,26 +322,27 @@ cudaError_t block_scaled_gemm_wgmma_bf16(int variant,
   }
   if (!wgmma_bf16_applies(w)) return cudaErrorNotSupported;
   // <consumer warpgroups (64 features each), tokens, stages>
-  if (wgmma_bf16_workspace(variant, rows, w) == 0) ws = nullptr;
   switch (variant) {
     case 0:
-      return launch<2, 128, 4, true>(xb, rows, w, y, ws, s);  // 128 features x 128 tokens
+      return launch<2, 128, 4, true>(xb, rows, w, y, s);  // 128 features x 128 tokens
     case 1:
-      return launch<2, 64, 6, false>(xb, rows, w, y, ws, s);
+      return launch<2, 64, 6, false>(xb, rows, w, y, s);
     case 2:
-      return launch<1, 32, 8, false>(xb, rows, w, y, ws, s);
+      return launch<1, 32, 8, false>(xb, rows, w, y, s);
     case 3:
-      return launch<1, 8, 8, false>(xb, rows, w, y, ws, s);  // decode: 64 features x 8 tokens
+      return launch<1, 8, 8, false>(xb, rows, w, y, s);  // decode: 64 features x 8 tokens
     case 4:
-      return launch<2, 128, 4, false>(xb, rows, w, y, ws, s);  // variant 0 before kAhead
+      return launch<2, 128, 4, false>(xb, rows, w, y, s);  // variant 0 before kAhead
     default:
       return cudaErrorInvalidValue;
   }
 }
 
 cudaError_t block_scaled_gemm_wgmma_bf16(
-    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, float* ws, cudaStream_t s) {
-  return block_scaled_gemm_wgmma_bf16(variant_for_rows(rows), xb, rows, w, y, ws, s);
+    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
+  // The fastest variant per M at N = K = 5120 on the H200 (docs/benchmarks.md).
+  const int v = rows <= 8 ? 3 : rows <= 32 ? 2 : rows <= 128 ? 1 : 0;
+  return block_scaled_gemm_wgmma_bf16(v, xb, rows, w, y, s);
 }
 
 }  // namespace di::backend::cuda

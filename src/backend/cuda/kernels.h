@@ -253,23 +253,12 @@ cudaError_t quantize_fp8_bf16(
 bool wgmma_bf16_applies(const DeviceWeight& w);
 // y = the block-scaled product from quantize_fp8_bf16's xb; the tile by M, or one configuration
 // by number (0..kWgmmaBf16Variants-1: 128 features x {128, 64} tokens, 64 x {32, 8}; 4 is 0 with
-// the A fragments loaded after the promotion, for comparison). All give the same bits: K is
-// summed in wgmma_bf16_k_parts(w) runs (a function of the shape), added in order. The small tiles
-// give each run its own CTA when `ws` has wgmma_bf16_workspace(...) floats (else, or with
-// nullptr, one CTA sums all runs: the same bits, slower at few rows).
-int wgmma_bf16_k_parts(const DeviceWeight& w);
-int64_t wgmma_bf16_workspace(int64_t rows, const DeviceWeight& w);
-int64_t wgmma_bf16_workspace(int variant, int64_t rows, const DeviceWeight& w);
+// the A fragments loaded after the promotion, for comparison). All give the same bits.
 cudaError_t block_scaled_gemm_wgmma_bf16(
-    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, float* ws, cudaStream_t s);
+    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
 inline constexpr int kWgmmaBf16Variants = 5;
-cudaError_t block_scaled_gemm_wgmma_bf16(int variant,
-                                         const uint16_t* xb,
-                                         int64_t rows,
-                                         const DeviceWeight& w,
-                                         float* y,
-                                         float* ws,
-                                         cudaStream_t s);
+cudaError_t block_scaled_gemm_wgmma_bf16(
+    int variant, const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
 // act_quant with e4m3 bytes out: the values and scales of quantize_fp8, bit for bit.
 cudaError_t quantize_fp8_e4m3(
     const float* x, int64_t rows, int64_t cols, uint8_t* qa, float* scales, cudaStream_t s);

@@ -126,30 +126,19 @@ TEST_F(CudaWgmmaBf16Test, AllVariantsGiveTheSameBits) {
   EXPECT_EQ(bad, 0u) << "bf16 activations vs q * scale";
   std::vector<float> ref(ny), got(ny);
   (void)cudaMemset(y, 0xff, ny * 4);
-  ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16(0, xb, rows, dw, y, nullptr, nullptr), cudaSuccess);
+  ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16(0, xb, rows, dw, y, nullptr), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(ref.data(), y, ny * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   size_t nan = 0;
   for (float v : ref) nan += std::isnan(v);
   EXPECT_EQ(nan, 0u) << "variant 0 left outputs unwritten";
   const int64_t r0 = 7;
-  // K = 1280 is summed in 2 runs here: the small tiles' split into a CTA per run (with a
-  // workspace) must give the same bits as the large tiles' running total.
-  EXPECT_EQ(cuda::wgmma_bf16_k_parts(dw), 2);
-  float* split_ws = nullptr;
-  ASSERT_EQ(cudaMalloc(&split_ws, ny * 2 * 4), cudaSuccess);
   for (int v = 0; v < cuda::kWgmmaBf16Variants; ++v) {
-    for (float* wsp : {static_cast<float*>(nullptr), split_ws}) {
-      const std::string name =
-          "variant " + std::to_string(v) +
-          (wsp && cuda::wgmma_bf16_workspace(v, rows, dw) > 0 ? " (a CTA per run)" : "");
-      (void)cudaMemset(y, 0xff, ny * 4);
-      ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16(v, xb, rows, dw, y, wsp, nullptr), cudaSuccess);
-      ASSERT_EQ(cudaMemcpy(got.data(), y, ny * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-      expect_bitwise(got, ref, (name + ", whole batch").c_str());
-    }
     (void)cudaMemset(y, 0xff, ny * 4);
-    ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16(v, xb + r0 * in, 5, dw, y, split_ws, nullptr),
-              cudaSuccess);
+    ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16(v, xb, rows, dw, y, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(got.data(), y, ny * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    expect_bitwise(got, ref, ("variant " + std::to_string(v) + ", whole batch").c_str());
+    (void)cudaMemset(y, 0xff, ny * 4);
+    ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16(v, xb + r0 * in, 5, dw, y, nullptr), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(got.data(), y, static_cast<size_t>(5 * out) * 4, cudaMemcpyDeviceToHost),
               cudaSuccess);
     expect_bitwise(std::vector<float>(got.begin(), got.begin() + 5 * out),
@@ -169,7 +158,7 @@ TEST_F(CudaWgmmaBf16Test, AllVariantsGiveTheSameBits) {
   }
   for (void* p : {static_cast<void*>(dx), static_cast<void*>(q), static_cast<void*>(sc),
                   static_cast<void*>(qa), static_cast<void*>(xb), static_cast<void*>(y),
-                  static_cast<void*>(split_ws), static_cast<void*>(wd), static_cast<void*>(ws)}) {
+                  static_cast<void*>(wd), static_cast<void*>(ws)}) {
     (void)cudaFree(p);
   }
 }
