@@ -8,9 +8,11 @@ BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
   -DDEEPINFER_FUZZ=ON -DDEEPINFER_WERROR=OFF >/dev/null
 targets=(safetensors_fuzz response_parser_fuzz tokenizer_fuzz tokenizer_json_fuzz ebnf_fuzz regex_fuzz json_schema_fuzz matcher_fuzz openai_request_fuzz)
-cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${targets[@]}" >/dev/null
 corpus_root=$(mktemp -d)
 trap 'rm -rf "$corpus_root"' EXIT
+# The build's output only when it fails (a silent exit here once hid a link error).
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${targets[@]}" >"$corpus_root/build.log" 2>&1 ||
+  { grep -E "error|undefined|FAILED" "$corpus_root/build.log" | head -40; echo "fuzz: build FAILED"; exit 1; }
 for t in "${targets[@]}"; do
   mkdir -p "$corpus_root/$t"
   case $t in
