@@ -21,6 +21,7 @@
 #include "cli/bench_context.h"
 #include "cli/commands.h"
 #include "cli/parse_flags.h"
+#include "engine/sampler.h"
 #include "kernels/ref/sample_math.h"
 #include "model/checkpoint_layout.h"
 #include "model/model.h"
@@ -29,8 +30,14 @@ namespace di::cli {
 
 namespace {
 
-// "temperature=0.8,top_p=0.95,top_k=50": bench step --sample's parameters.
-bool parse_sample_spec(const std::string& spec, kernels::sample::RowParams& p) {
+// "temperature=0.8,top_p=0.95,top_k=50": bench step --sample's parameters, checked as a
+// request's are (engine::validate_sampling). The message says what is wrong.
+Status parse_sample_spec(const std::string& spec, kernels::sample::RowParams& out) {
+  const Status usage = invalid_argument(
+      "--sample takes key=value pairs (temperature, top_p, top_k, min_p, repetition_penalty, "
+      "presence_penalty, frequency_penalty), got '" +
+      spec + "'");
+  engine::SamplingParams p;
   size_t at = 0;
   while (at < spec.size()) {
     size_t end = spec.find(',', at);
@@ -38,29 +45,39 @@ bool parse_sample_spec(const std::string& spec, kernels::sample::RowParams& p) {
     const std::string item = spec.substr(at, end - at);
     at = end + 1;
     const size_t eq = item.find('=');
-    if (eq == std::string::npos) return false;
+    if (eq == std::string::npos) return usage;
     const std::string key = item.substr(0, eq);
     char* rest = nullptr;
     const float v = std::strtof(item.c_str() + eq + 1, &rest);
-    if (rest == item.c_str() + eq + 1 || *rest != '\0') return false;
-    if (key == "temperature")
+    if (rest == item.c_str() + eq + 1 || *rest != '\0') return usage;
+    if (key == "temperature") {
       p.temperature = v;
-    else if (key == "top_p")
+    } else if (key == "top_p") {
       p.top_p = v;
-    else if (key == "top_k")
-      p.top_k = static_cast<int32_t>(v);
-    else if (key == "min_p")
+    } else if (key == "top_k") {
+      if (v != std::floor(v) || std::fabs(v) > 1e9f) return usage;
+      p.top_k = static_cast<int>(v);
+    } else if (key == "min_p") {
       p.min_p = v;
-    else if (key == "repetition_penalty")
+    } else if (key == "repetition_penalty") {
       p.repetition_penalty = v;
-    else if (key == "presence_penalty")
+    } else if (key == "presence_penalty") {
       p.presence_penalty = v;
-    else if (key == "frequency_penalty")
+    } else if (key == "frequency_penalty") {
       p.frequency_penalty = v;
-    else
-      return false;
+    } else {
+      return usage;
+    }
   }
-  return true;
+  DI_RETURN_IF_ERROR(engine::validate_sampling(p).with_context("--sample"));
+  out.temperature = p.temperature;
+  out.top_p = p.top_p;
+  out.top_k = p.top_k;
+  out.min_p = p.min_p;
+  out.repetition_penalty = p.repetition_penalty;
+  out.presence_penalty = p.presence_penalty;
+  out.frequency_penalty = p.frequency_penalty;
+  return Status();
 }
 
 // Best of three 256 MiB memcpy passes, counting bytes read plus bytes written.
@@ -191,9 +208,9 @@ int run_bench_command(int argc, char** argv) {
   DI_PARSE_FLAGS(app, argc, argv);
   kernels::sample::RowParams sample_params;
   if (!sample_spec.empty()) {
-    if (!parse_sample_spec(sample_spec, sample_params)) {
-      std::cerr << "deepinfer bench: --sample takes key=value pairs (temperature, top_p, top_k, "
-                   "min_p, repetition_penalty, presence_penalty, frequency_penalty)\n";
+    const Status ps = parse_sample_spec(sample_spec, sample_params);
+    if (!ps.ok()) {
+      std::cerr << "deepinfer bench: " << ps.message() << "\n";
       return 2;
     }
     argmax_only = true;  // the same path: only the rows' tokens come back

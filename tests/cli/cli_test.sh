@@ -31,6 +31,10 @@ expect_rc bench 0 "" "$bin" bench step --model "$work/m" --prompt-len 16 --decod
 # --profile-ops: per-op times on the cuda backend; the cpu backend says it has none.
 expect_rc bench_profile_ops 0 "" "$bin" bench step --model "$work/m" --prompt-len 8 --decode-steps 1 --profile-ops
 grep -q "does not profile" "$work/out" || { echo "FAIL bench --profile-ops: no note on cpu"; fail=1; }
+# --sample: backend sampling with a request's parameters; bad ones are refused naming the flag.
+expect_rc bench_sample 0 "" "$bin" bench step --model "$work/m" --prompt-len 8 --decode-steps 1 --sample temperature=0.8,top_p=0.95,top_k=50
+expect_rc bench_sample_range 2 "top_p must be in" "$bin" bench step --model "$work/m" --prompt-len 8 --decode-steps 1 --sample top_p=2
+expect_rc bench_sample_key 2 "--sample takes key=value" "$bin" bench step --model "$work/m" --prompt-len 8 --decode-steps 1 --sample bogus=1
 # bench kernels: an unknown flag is refused before any device work (and without a CUDA build
 # the subcommand says so); either way exit 2 naming the subcommand.
 expect_rc bench_kernels_bad_flag 2 "kernels" "$bin" bench kernels --bogus
