@@ -134,6 +134,15 @@ struct PagedRowsArgs {
   int32_t* out = nullptr;  // backend [num_rows, width]
 };
 
+// An e4m3 table with one ue8m0 scale per (row, 32 values): the Engram embeddings (host memory,
+// cached by a device backend like the weights).
+struct Fp8RowTable {
+  const uint8_t* data = nullptr;   // [rows, width] e4m3
+  const uint8_t* scale = nullptr;  // [rows, width / 32] ue8m0
+  int64_t rows = 0;
+  int64_t width = 0;  // a multiple of 32
+};
+
 // Time spent in one op (by name) since the last reset, when the backend profiles its ops.
 struct OpTime {
   std::string op;
@@ -184,6 +193,21 @@ class Ops : public Memory {
                int64_t rows) const override {
     HostMemory().copy_2d(src, src_stride, dst, dst_stride, width, rows);
   }
+
+  // Segments: a run of ops that issues the same work whenever its `key` is the same (the caller
+  // hashes into the key everything the run's launches depend on: the layer, the row count, the
+  // backend buffers it reads and writes) and that uploads no host data and downloads nothing. A
+  // device backend may record such a run once and replay it (a CUDA graph) instead of issuing
+  // each op: begin_segment returns false when it replayed the run, and the caller then skips the
+  // ops; otherwise the caller issues them and calls end_segment. Every buffer the run allocates
+  // must be freed inside it, and its host-side effects must not matter (they do not happen on a
+  // replay).
+  virtual bool begin_segment(uint64_t /*key*/) const { return true; }
+  virtual void end_segment() const {}
+  struct SegmentStats {
+    int64_t replayed = 0, captured = 0, eager = 0;
+  };
+  virtual SegmentStats segment_stats() const { return {}; }
 
   // The first error a backend met (a device backend latches it, as CUDA's own errors are sticky,
   // and does nothing more; its outputs are then undefined). Callers check it after a forward.
@@ -343,6 +367,15 @@ class Ops : public Memory {
                           const int32_t* tokens,
                           int copies,
                           RowsView out) const = 0;
+
+  // Rows of an e4m3 table with one ue8m0 scale per (row, 32 values), as the Engram embeddings are
+  // stored: out.row(i)[d] = bf16(e4m3(table.data[index[i], d]) * 2^(scale[index[i], d / 32] - 127))
+  // for d < table.width (out.cols == table.width). `index` is host memory, each in [0,
+  // table.rows) (the hasher's range). A device backend keeps the table and gathers there (the host
+  // decoded and uploaded 24 KB per row and step at the V4.1 shape).
+  virtual void gather_fp8_rows(const Fp8RowTable& table,
+                               const int32_t* index,
+                               RowsView out) const = 0;
 
   // out[r] = the first index of row r's largest value (std::max_element's choice; rows without
   // NaN), written to host memory: greedy sampling reads one int per row instead of the row (a

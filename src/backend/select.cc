@@ -22,6 +22,7 @@ Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptio
     CudaOptions co;
     co.arena_bytes = options.cuda_arena_bytes;
     co.profile_ops = options.profile_ops;
+    co.graphs = options.cuda_graphs;
     if (options.cuda_gemm == "tensor") {
       co.gemm = CudaGemm::kTensor;
     } else if (options.cuda_gemm == "wgmma") {

@@ -22,6 +22,8 @@ struct BackendOptions {
   std::string cuda_gemm = "tensor";
   // Time every op of the cuda backend with events (Ops::take_op_profile); slows it down a little.
   bool profile_ops = false;
+  // Replay the model's fixed runs of ops (Ops::begin_segment) as CUDA graphs.
+  bool cuda_graphs = true;
 };
 
 Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptions& options);

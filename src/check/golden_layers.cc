@@ -75,7 +75,7 @@ Status check_layers(const GoldenContext& g, int seq_index, CheckReport& report) 
     xd.from_host(block_in.data() + layer * L * width);
     backend::Buffer pre_d(m.ops(), L, hc);
     pre_d.from_host(block_in_mix.data() + layer * L * hc);
-    m.run_block(layer, ctx, xd.view(), pre_d);
+    m.run_block(layer, ctx, xd.view(), pre_d.view());
     const std::vector<float> x = xd.to_host(), pre_mix = pre_d.to_host();
     const std::string name = layer_name(sp, layer);
 

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstddef>
+#include <string>
 
 #include "backend/select.h"
 
@@ -22,6 +23,11 @@ inline void add_backend_flags(CLI::App& app, backend::BackendOptions& opts) {
          "batch-invariant), exact (bitwise = cpu, CUDA cores) or wgmma (sm_90a prefill kernel, "
          "faster, looser: fails check-golden's per-layer tolerances)")
       ->check(CLI::IsMember({"exact", "tensor", "wgmma"}));
+  app.add_option_function<std::string>(
+         "--cuda-graphs", [&opts](const std::string& v) { opts.cuda_graphs = v == "on"; },
+         "on (default): the model's fixed runs of ops are recorded once as CUDA graphs and "
+         "replayed; off: every op is launched on its own")
+      ->check(CLI::IsMember({"on", "off"}));
 }
 
 }  // namespace di::cli

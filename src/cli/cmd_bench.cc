@@ -315,11 +315,16 @@ int run_bench_command(int argc, char** argv) {
   if (replay_tail > 0) replay_logits = last_logits;
   const uint64_t syncs_before_decode = ops.host_syncs();
   const double waits_before_decode = ops.host_wait_seconds();
+  const backend::Ops::SegmentStats segments_before = ops.segment_stats();
   // The prefill's ops are reported only when no decode step follows.
   const std::vector<backend::OpTime> prefill_profile = ops.take_op_profile();
   for (int i = 0; s.ok() && i < decode_steps; ++i) s = step(1, &decode_s, &decode_cpu);
   const uint64_t decode_syncs = ops.host_syncs() - syncs_before_decode;
   const double decode_wait_s = ops.host_wait_seconds() - waits_before_decode;
+  backend::Ops::SegmentStats segments = ops.segment_stats();
+  segments.replayed -= segments_before.replayed;
+  segments.captured -= segments_before.captured;
+  segments.eager -= segments_before.eager;
   const std::vector<backend::OpTime> profile = ops.take_op_profile();
   if (!s.ok()) {
     std::cerr << "deepinfer bench: " << s.to_string() << "\n";
@@ -385,6 +390,12 @@ int run_bench_command(int argc, char** argv) {
       std::printf("decode host: %.3f ms/step issuing ops, %.3f ms/step waiting for the device\n",
                   1e3 * (decode_s - decode_wait_s) / decode_steps,
                   1e3 * decode_wait_s / decode_steps);
+    }
+    if (segments.replayed + segments.captured > 0) {
+      std::printf("decode segments (CUDA graphs): %lld replayed, %lld captured, %lld eager\n",
+                  static_cast<long long>(segments.replayed),
+                  static_cast<long long>(segments.captured),
+                  static_cast<long long>(segments.eager));
     }
   }
   if (backend_opts.profile_ops && decode_steps > 0) {

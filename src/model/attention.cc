@@ -23,28 +23,25 @@ void Model::output_projection(int layer, RowsView o, RowsView out) const {
   ops_->linear(grouped.view(), a.wo_b, out, true);
 }
 
-void Model::project_qkv(int layer,
-                        const ForwardContext& ctx,
-                        ConstRowsView u,
-                        Buffer& qr,
-                        Buffer& q,
-                        Buffer& kv) const {
+void Model::project_qkv_linear(int layer, ConstRowsView u, QkvRows& r) const {
   const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
   const ModelConfig& c = config_;
-  const int64_t T = u.rows, H = c.n_heads, D = c.head_dim, rd = c.rope_head_dim;
-  const auto& rope = rope_[static_cast<size_t>(layer)];
-  qr = Buffer(*ops_, T, c.q_lora_rank);
-  q = Buffer(*ops_, T, H * D);
-  kv = Buffer(*ops_, T, D);
-  RowsView qr_v = qr.view(), q_v = q.view(), kv_v = kv.view();
+  RowsView qr_v = r.qr, q_v = r.q, kv_v = r.kv;
   ops_->linear(u, a.wq_a, qr_v, true);
   ops_->rms_norm(qr_v, a.q_norm.data(), c.norm_eps, qr_v);
   ops_->linear(qr_v, a.wq_b, q_v, true);
+  ops_->linear(u, a.wkv, kv_v, true);
+  ops_->rms_norm(kv_v, a.kv_norm.data(), c.norm_eps, kv_v);
+}
+
+void Model::rope_qkv(int layer, const ForwardContext& ctx, QkvRows& r) const {
+  const ModelConfig& c = config_;
+  const int64_t H = c.n_heads, D = c.head_dim, rd = c.rope_head_dim;
+  const auto& rope = rope_[static_cast<size_t>(layer)];
+  RowsView q_v = r.q, kv_v = r.kv;
   ops_->rope(q_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
              ctx.positions.data(), rope, false);
   // The window K=V: normed, rotated, then FP8 fake-quantized over all dims (QAT).
-  ops_->linear(u, a.wkv, kv_v, true);
-  ops_->rms_norm(kv_v, a.kv_norm.data(), c.norm_eps, kv_v);
   ops_->rope(kv_v, 1, static_cast<int>(D), static_cast<int>(D - rd), ctx.positions.data(), rope,
              false);
   ops_->fake_quant_fp8(kv_v, 32);
@@ -56,17 +53,17 @@ Buffer Model::store_fresh(ConstRowsView kv) const {
   return fresh;
 }
 
-Buffer Model::attend(int layer,
-                     const ForwardContext& ctx,
-                     const Buffer& q,
-                     const KeyLists& keys,
-                     const Buffer& fresh) const {
+void Model::attend(int layer,
+                   const ForwardContext& ctx,
+                   ConstRowsView q,
+                   const KeyLists& keys,
+                   const Buffer& fresh,
+                   RowsView o) const {
   const ModelConfig& c = config_;
   const int64_t H = c.n_heads, D = c.head_dim;
-  const int64_t T = q.rows();
-  Buffer o(*ops_, T, H * D);
+  const int64_t T = q.rows;
   backend::KvAttentionArgs args;
-  args.q = q.data();
+  args.q = q.data;
   args.num_queries = T;
   args.num_heads = static_cast<int>(H);
   args.head_dim = static_cast<int>(D);
@@ -84,25 +81,21 @@ Buffer Model::attend(int layer,
   args.num_compressed = keys.num_compressed;
   args.sink = weights_.layers[static_cast<size_t>(layer)].attn.attn_sink.data();
   args.softmax_scale = static_cast<float>(std::pow(static_cast<double>(D), -0.5));
-  args.out = o.data();
+  args.out = o.data;
   ops_->kv_attention(args);
-  return o;
 }
 
-void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView out) const {
-  if (layer >= config_.n_layers) {
-    dspark_attention(layer, ctx, u, out);
-    return;
-  }
+void Model::attention(
+    int layer, ForwardContext& ctx, ConstRowsView u, QkvRows& qkv, RowsView o_v) const {
   const ModelConfig& c = config_;
   const int64_t T = u.rows, H = c.n_heads, D = c.head_dim, rd = c.rope_head_dim;
   const int64_t win = c.window_size;
   const int late = c.late_layer_start();
   const auto& rope = rope_[static_cast<size_t>(layer)];
 
-  Buffer qr, q, kv;
-  project_qkv(layer, ctx, u, qr, q, kv);
-  RowsView qr_v = qr.view(), kv_v = kv.view();
+  rope_qkv(layer, ctx, qkv);
+  RowsView qr_v = qkv.qr, kv_v = qkv.kv;
+  ConstRowsView q = qkv.q;
 
   const int ratio = c.compress_ratios[layer];
   int stream = -1;
@@ -157,7 +150,7 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
     ops_->paged_rows(pr);
     keys.compressed = compressed.row(0);
   }
-  Buffer o = attend(layer, ctx, q, keys, fresh);
+  attend(layer, ctx, q, keys, fresh, o_v);
 
   // The newest `win` positions of each chunk enter the ring after everyone has read the old ones.
   std::vector<int32_t> ring(static_cast<size_t>(T), -1);
@@ -171,10 +164,8 @@ void Model::attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView 
   }
   ops_->write_kv(kv_v, backend::KvFormat::kFp8, ring.data(), ctx.pool->window_pool());
 
-  RowsView o_v = o.view();
   ops_->rope(o_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
              ctx.positions.data(), rope, true);
-  output_projection(layer, o_v, out);
 }
 
 }  // namespace di::model

@@ -43,8 +43,10 @@ void Model::dspark_attention(int layer, ForwardContext& ctx, ConstRowsView u, Ro
   const auto& rope = rope_[static_cast<size_t>(layer)];
   SequenceState& seq = *ctx.chunks[0].seq;
 
-  Buffer qr, q, kv;
-  project_qkv(layer, ctx, u, qr, q, kv);
+  Buffer qr(*ops_, T, c.q_lora_rank), q(*ops_, T, H * D), kv(*ops_, T, D);
+  QkvRows qkv{qr.view(), q.view(), kv.view()};
+  project_qkv_linear(layer, u, qkv);
+  rope_qkv(layer, ctx, qkv);
   RowsView kv_v = kv.view();
 
   // Ring slots 0 .. min(window, filled) - 1 in slot order, then the whole block (fresh rows).
@@ -61,8 +63,9 @@ void Model::dspark_attention(int layer, ForwardContext& ctx, ConstRowsView u, Ro
     for (int64_t b = 0; b < T; ++b)
       keys.window[static_cast<size_t>(r * n_keys + ring + b)] = static_cast<int32_t>(pool_rows + b);
   }
-  Buffer o = attend(layer, ctx, q, keys, fresh);
+  Buffer o(*ops_, T, H * D);
   RowsView o_v = o.view();
+  attend(layer, ctx, q.view(), keys, fresh, o_v);
   ops_->rope(o_v, static_cast<int>(H), static_cast<int>(D), static_cast<int>(D - rd),
              ctx.positions.data(), rope, true);
   output_projection(layer, o_v, out);
@@ -100,7 +103,7 @@ Expected<DraftResult> Model::draft(StatePool& pool,
   embed(ctx, xv);
   Buffer pre_mix = initial_pre_mix(B);
   for (int layer = c.n_layers; layer < c.num_total_layers(); ++layer)
-    run_block(layer, ctx, xv, pre_mix);
+    run_block(layer, ctx, xv, pre_mix.view());
 
   Buffer h_d(*ops_, B, dim), hn(*ops_, B, dim), logits(*ops_, B, V);
   ops_->hc_collapse(xv, pre_mix.data(), static_cast<int>(hc), h_d.view());

@@ -1,7 +1,11 @@
 #include "model/model.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
+#include <random>
 
 #include "model/engram/multipliers.h"
 #include "model/engram/token_map.h"
@@ -20,6 +24,8 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& dir, const backe
   m->checkpoint_ = std::make_unique<weights::Checkpoint>(std::move(ckpt));
   DI_ASSIGN_OR_RETURN(m->weights_, bind_model_weights(m->config_, *m->checkpoint_));
   m->ops_ = &ops;
+  std::random_device entropy;
+  m->instance_id_ = (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
   for (int l = 0; l < m->config_.num_total_layers(); ++l) {
     m->rope_.push_back(rope_table_for_layer(m->config_, l));
   }
@@ -146,63 +152,153 @@ void Model::apply_engram(int layer, const ForwardContext& ctx, RowsView x) const
   const int cols = hasher_->buckets_per_layer();
   const int64_t hd = config_.engram_head_dim;
   const auto& hashes = ctx.engram_hashes.at(layer);
-  std::vector<float> emb(static_cast<size_t>(ctx.num_rows * cols * hd));
-  const float* e4m3 = e4m3_table();
-  for (int64_t r = 0; r < ctx.num_rows; ++r) {
-    for (int c = 0; c < cols; ++c) {
-      const int64_t row = hashes[static_cast<size_t>(r * cols + c)];
-      float* dst = emb.data() + (r * cols + c) * hd;
-      for (int64_t d = 0; d < hd; ++d) {
-        const float s = e8m0_to_float(e.table_scale[row * (hd / 32) + d / 32]);
-        dst[d] = round_bf16(e4m3[e.table[row * hd + d]] * s);
-      }
-    }
-  }
+  // The table rows are gathered and decoded on the backend (the host decoded cols * hd values per
+  // row and uploaded them: 24 KB per token and step at the V4.1 shape).
+  std::vector<int32_t> index(hashes.size());
+  for (size_t i = 0; i < hashes.size(); ++i) index[i] = static_cast<int32_t>(hashes[i]);
+  Buffer emb_d(*ops_, ctx.num_rows, cols * hd);
+  const backend::Fp8RowTable table{e.table, e.table_scale, e.rows, hd};
+  ops_->gather_fp8_rows(table, index.data(), RowsView{emb_d.data(), ctx.num_rows * cols, hd});
   const int64_t kv_width = static_cast<int64_t>(config_.hc_mult + 1) * config_.dim;
-  const Buffer emb_d = backend::upload_rows(*ops_, emb, cols * hd);
   Buffer kv(*ops_, ctx.num_rows, kv_width);
   ops_->linear(emb_d.view(), e.wkv, kv.view(), true);
   ops_->engram_gate(x, kv.view(), e.qk_weight.data(), config_.hc_mult, config_.norm_eps);
 }
 
-void Model::run_block(int layer, ForwardContext& ctx, RowsView x, Buffer& pre_mix) const {
+namespace {
+
+// A segment's key (Ops::begin_segment): its kind, layer and row count and the backend buffers it
+// reads and writes; every other launch parameter follows from these and the weights.
+uint64_t segment_key(std::initializer_list<uint64_t> parts) {
+  const std::vector<uint64_t> v(parts);
+  return XXH3_64bits(v.data(), v.size() * sizeof(uint64_t));
+}
+uint64_t ptr(const void* p) {
+  return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));
+}
+
+}  // namespace
+
+Model::BlockRows Model::block_rows(int64_t rows) const {
+  const ModelConfig& c = config_;
+  const int64_t hc = c.hc_mult, dim = c.dim;
+  const int64_t widths[] = {hc * dim,
+                            hc,
+                            kCoefficientFloats,
+                            kCoefficientFloats,
+                            dim,
+                            dim,
+                            hc * dim,
+                            hc,
+                            c.n_heads * c.head_dim,
+                            c.q_lora_rank,
+                            c.n_heads * c.head_dim,
+                            c.head_dim};
+  BlockRows b;
+  std::vector<RowsView> views;
+  if (rows > kWorkspaceRows) {
+    for (int64_t w : widths) {
+      b.owned.emplace_back(*ops_, rows, w);
+      views.push_back(b.owned.back().view());
+    }
+  } else {
+    // Grown in powers of two: a new allocation moves every view (and so every segment key).
+    auto slot = [](int64_t n) { return (n + 63) / 64 * 64; };  // 256-byte aligned slots
+    if (rows > workspace_rows_) {
+      int64_t cap = 16;
+      while (cap < rows) cap *= 2;
+      int64_t total = 0;
+      for (int64_t w : widths) total += slot(cap * w);
+      workspace_ = Buffer(*ops_, 1, total);
+      workspace_rows_ = cap;
+    }
+    float* p = workspace_.data();
+    for (int64_t w : widths) {
+      views.push_back(RowsView{p, rows, w});
+      p += slot(workspace_rows_ * w);
+    }
+  }
+  b.x = views[0];
+  b.pre_mix = views[1];
+  b.attn_c = views[2];
+  b.ffn_c = views[3];
+  b.u = views[4];
+  b.y = views[5];
+  b.next = views[6];
+  b.attn_pre = views[7];
+  b.o = views[8];
+  b.qkv = QkvRows{views[9], views[10], views[11]};
+  return b;
+}
+
+void Model::run_block(int layer, ForwardContext& ctx, RowsView x, RowsView pre_mix) const {
   const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
   const int hc = config_.hc_mult;
-  const int64_t T = ctx.num_rows, dim = config_.dim;
-  Buffer attn_c(*ops_, T, kCoefficientFloats), ffn_c(*ops_, T, kCoefficientFloats);
-  Buffer u(*ops_, T, dim), y(*ops_, T, dim), next(*ops_, T, x.cols), attn_pre(*ops_, T, hc);
+  const int64_t T = ctx.num_rows;
+  const bool backbone = layer < config_.n_layers;
+  // The block's own rows (not x or pre_mix, which forward may also hold in the workspace).
+  BlockRows b = block_rows(T);
+  // The runs of ops between the attention's host-fed ops (positions, key lists, ring slots) are
+  // segments: a device backend replays them as graphs (a traced forward reads the router's
+  // choices back, so it runs everything eagerly).
+  const bool segments = !ctx.trace;
+  const uint64_t base = segment_key({instance_id_, static_cast<uint64_t>(layer),
+                                     static_cast<uint64_t>(T), ptr(x.data), ptr(pre_mix.data),
+                                     ptr(b.attn_c.data), ptr(b.qkv.qr.data), ptr(b.o.data)});
 
-  // attention site: mixes from the stream, collapse with the previous site's pre
-  ops_->hc_mixes(x, w.hc_attn.fn.data(), w.hc_attn.scale.data(), w.hc_attn.base.data(), hc,
-                 config_.hc_sinkhorn_iters, config_.hc_eps, config_.norm_eps, coefficients(attn_c));
-  ops_->hc_collapse(x, pre_mix.data(), hc, u.view());
-  ops_->rms_norm(u.view(), w.attn_norm.data(), config_.norm_eps, u.view());
-  attention(layer, ctx, u.view(), y.view());
-  ops_->hc_expand(y.view(), x, coefficients(attn_c), hc, next.view());
-  ops_->copy(next.data(), x.data, T * x.cols);
+  // attention site: mixes from the stream, collapse with the previous site's pre, the norm and
+  // the products of q and kv
+  if (!segments || ops_->begin_segment(segment_key({base, 1}))) {
+    ops_->hc_mixes(x, w.hc_attn.fn.data(), w.hc_attn.scale.data(), w.hc_attn.base.data(), hc,
+                   config_.hc_sinkhorn_iters, config_.hc_eps, config_.norm_eps,
+                   coefficients(b.attn_c));
+    ops_->hc_collapse(x, pre_mix.data, hc, b.u);
+    ops_->rms_norm(b.u, w.attn_norm.data(), config_.norm_eps, b.u);
+    if (backbone) project_qkv_linear(layer, b.u, b.qkv);
+    if (segments) ops_->end_segment();
+  }
+  if (backbone) {
+    attention(layer, ctx, b.u, b.qkv, b.o);
+  } else {
+    dspark_attention(layer, ctx, b.u, b.y);
+  }
 
-  // FFN site: collapse with the attention site's pre (the first member of each row's
-  // coefficients)
-  ops_->copy_2d(attn_c.data(), kCoefficientFloats, attn_pre.data(), hc, hc, T);
-  ops_->hc_mixes(x, w.hc_ffn.fn.data(), w.hc_ffn.scale.data(), w.hc_ffn.base.data(), hc,
-                 config_.hc_sinkhorn_iters, config_.hc_eps, config_.norm_eps, coefficients(ffn_c));
-  ops_->hc_collapse(x, attn_pre.data(), hc, u.view());
-  ops_->rms_norm(u.view(), w.ffn_norm.data(), config_.norm_eps, u.view());
-  moe(layer, &ctx, u.view(), y.view());
-  ops_->hc_expand(y.view(), x, coefficients(ffn_c), hc, next.view());
-  ops_->copy(next.data(), x.data, T * x.cols);
-  pre_mix = Buffer(*ops_, T, hc);
-  ops_->copy_2d(ffn_c.data(), kCoefficientFloats, pre_mix.data(), hc, hc, T);
+  if (!segments || ops_->begin_segment(segment_key({base, 2}))) {
+    if (backbone) output_projection(layer, b.o, b.y);
+    ops_->hc_expand(b.y, x, coefficients(b.attn_c), hc, b.next);
+    ops_->copy(b.next.data, x.data, T * x.cols);
+
+    // FFN site: collapse with the attention site's pre (the first member of each row's
+    // coefficients)
+    ops_->copy_2d(b.attn_c.data, kCoefficientFloats, b.attn_pre.data, hc, hc, T);
+    ops_->hc_mixes(x, w.hc_ffn.fn.data(), w.hc_ffn.scale.data(), w.hc_ffn.base.data(), hc,
+                   config_.hc_sinkhorn_iters, config_.hc_eps, config_.norm_eps,
+                   coefficients(b.ffn_c));
+    ops_->hc_collapse(x, b.attn_pre.data, hc, b.u);
+    ops_->rms_norm(b.u, w.ffn_norm.data(), config_.norm_eps, b.u);
+    moe(layer, &ctx, b.u, b.y);
+    ops_->hc_expand(b.y, x, coefficients(b.ffn_c), hc, b.next);
+    ops_->copy(b.next.data, x.data, T * x.cols);
+    // This block's FFN pre, in place: the attention site above was its last reader.
+    ops_->copy_2d(b.ffn_c.data, kCoefficientFloats, pre_mix.data, hc, hc, T);
+    if (segments) ops_->end_segment();
+  }
 }
 
 Buffer Model::initial_pre_mix(int64_t rows) const {
-  std::vector<float> pre(static_cast<size_t>(rows * config_.hc_mult), 0.0f);
-  for (int64_t r = 0; r < rows; ++r) pre[static_cast<size_t>(r * config_.hc_mult)] = 1.0f;
-  return backend::upload_rows(*ops_, pre, config_.hc_mult);
+  Buffer b(*ops_, rows, config_.hc_mult);
+  initial_pre_mix(b.view());
+  return b;
+}
+
+void Model::initial_pre_mix(RowsView pre_mix) const {
+  std::vector<float> pre(static_cast<size_t>(pre_mix.rows * config_.hc_mult), 0.0f);
+  for (int64_t r = 0; r < pre_mix.rows; ++r) pre[static_cast<size_t>(r * config_.hc_mult)] = 1.0f;
+  ops_->upload(pre.data(), pre_mix.data, pre_mix.rows * config_.hc_mult);
 }
 
 void Model::final_logits(ConstRowsView x,
-                         const Buffer& pre_mix,
+                         ConstRowsView pre_mix,
                          const std::vector<int64_t>& rows,
                          std::vector<float>& logits,
                          std::vector<float>* final_hidden,
@@ -210,7 +306,7 @@ void Model::final_logits(ConstRowsView x,
   const int64_t n = static_cast<int64_t>(rows.size()), dim = config_.dim;
   Buffer xs(*ops_, n, x.cols), pre(*ops_, n, config_.hc_mult);
   ops_->gather_rows(x, rows.data(), xs.view());
-  ops_->gather_rows(pre_mix.view(), rows.data(), pre.view());
+  ops_->gather_rows(pre_mix, rows.data(), pre.view());
   Buffer h(*ops_, n, dim), hn(*ops_, n, dim), out(*ops_, n, config_.vocab_size);
   ops_->hc_collapse(xs.view(), pre.data(), config_.hc_mult, h.view());
   if (final_hidden) *final_hidden = h.to_host();
@@ -269,10 +365,12 @@ Status Model::forward(ForwardContext& ctx,
     }
   }
   const int64_t width = static_cast<int64_t>(config_.hc_mult) * config_.dim;
-  Buffer x(*ops_, ctx.num_rows, width);
-  RowsView xv = x.view();
+  // x and pre_mix at fixed addresses (the workspace) for the blocks' segment keys.
+  BlockRows io = block_rows(ctx.num_rows);
+  Buffer x, pre_mix;  // the narrowed rows of a bounded replay
+  RowsView xv = io.x, pv = io.pre_mix;
   embed(ctx, xv);
-  Buffer pre_mix = initial_pre_mix(ctx.num_rows);
+  initial_pre_mix(pv);
   // Bounded replay narrows the rows after the last KV source to each prompt's tail.
   ForwardContext tail;
   std::vector<int64_t> kept;  // original row of each row of `tail`
@@ -286,15 +384,16 @@ Status Model::forward(ForwardContext& ctx,
       kept = narrow_to_replay_tail(*ops_, ctx, tail);
       active = &tail;
       Buffer tx(*ops_, tail.num_rows, width), tp(*ops_, tail.num_rows, config_.hc_mult);
-      ops_->gather_rows(x.view(), kept.data(), tx.view());
-      ops_->gather_rows(pre_mix.view(), kept.data(), tp.view());
+      ops_->gather_rows(xv, kept.data(), tx.view());
+      ops_->gather_rows(pv, kept.data(), tp.view());
       x = std::move(tx);
       pre_mix = std::move(tp);
       xv = x.view();
+      pv = pre_mix.view();
     }
     if (weights_.layers[static_cast<size_t>(l)].engram) apply_engram(l, *active, xv);
     record_dspark_input(l, *active, xv);
-    run_block(l, *active, xv, pre_mix);
+    run_block(l, *active, xv, pv);
   }
   std::vector<int64_t> rows = logits_rows;
   if (active != &ctx) {
@@ -303,7 +402,7 @@ Status Model::forward(ForwardContext& ctx,
       r = it - kept.begin();  // present: checked before the forward
     }
   }
-  final_logits(xv, pre_mix, rows, logits, nullptr, selection);
+  final_logits(xv, pv, rows, logits, nullptr, selection);
   if (config_.has_dspark()) seed_dspark(*active);
   end_forward(ctx);
   return Status();

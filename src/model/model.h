@@ -32,6 +32,9 @@ static_assert(offsetof(backend::HcCoefficients, pre) == 0);
 inline backend::HcCoefficients* coefficients(const Buffer& b) {
   return reinterpret_cast<backend::HcCoefficients*>(b.data());
 }
+inline backend::HcCoefficients* coefficients(RowsView v) {
+  return reinterpret_cast<backend::HcCoefficients*>(v.data);
+}
 
 struct DraftResult {
   std::vector<int32_t> tokens;    // [block_size + 1]: the input token, then the drafts
@@ -96,12 +99,14 @@ class Model {
   void embed(const ForwardContext& ctx, RowsView x) const;  // x: [rows, hc * dim]
   void apply_engram(int layer, const ForwardContext& ctx, RowsView x) const;
   // One block (attention site + FFN site) on x in backend memory. pre_mix [rows, hc] is the
-  // previous site's collapse weights on entry and this block's FFN `pre` on exit.
-  void run_block(int layer, ForwardContext& ctx, RowsView x, backend::Buffer& pre_mix) const;
+  // previous site's collapse weights on entry and this block's FFN `pre` on exit (in place).
+  // Calls on one Model must not overlap (the blocks share the model's row workspace).
+  void run_block(int layer, ForwardContext& ctx, RowsView x, RowsView pre_mix) const;
   // The collapse weights before the first block: copy 0 only.
   backend::Buffer initial_pre_mix(int64_t rows) const;
+  void initial_pre_mix(RowsView pre_mix) const;
   void final_logits(ConstRowsView x,
-                    const backend::Buffer& pre_mix,
+                    ConstRowsView pre_mix,
                     const std::vector<int64_t>& rows,
                     std::vector<float>& logits,
                     std::vector<float>* final_hidden = nullptr,
@@ -123,17 +128,30 @@ class Model {
  private:
   Model() = default;
   Status init_engram(const std::string& dir);
-  void attention(int layer, ForwardContext& ctx, ConstRowsView u, RowsView out) const;
+  // The attention's projected rows: the normed latent qr, q [T, H * D] and the window K=V [T, D].
+  struct QkvRows {
+    RowsView qr, q, kv;
+  };
+  // The products and norms of q and kv (no RoPE yet: it reads this step's positions).
+  void project_qkv_linear(int layer, ConstRowsView u, QkvRows& r) const;
+  // RoPE on q and kv, then kv FP8 fake-quantized.
+  void rope_qkv(int layer, const ForwardContext& ctx, QkvRows& r) const;
+  // A backbone layer's attention from its projected rows into o: the values, inverse-rotated,
+  // [T, H * D] (the grouped output projection follows in run_block).
+  void attention(int layer, ForwardContext& ctx, ConstRowsView u, QkvRows& qkv, RowsView o) const;
+  // The per-row buffers of forward and its blocks. Up to kWorkspaceRows rows they are views of
+  // one allocation kept by the model across calls, so that they keep their addresses from step
+  // to step: a device backend's recorded segments (Ops::begin_segment) are keyed by them.
+  static constexpr int64_t kWorkspaceRows = 512;
+  struct BlockRows {
+    RowsView x, pre_mix, attn_c, ffn_c, u, y, next, attn_pre, o;
+    QkvRows qkv;  // views of the workspace in the buffers' place when `owned` is empty
+    std::vector<Buffer> owned;  // more rows than the workspace holds: fresh buffers
+  };
+  BlockRows block_rows(int64_t rows) const;
   void compress(int layer, ForwardContext& ctx, ConstRowsView u) const;
   void index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstRowsView qr) const;
   void output_projection(int layer, RowsView o, RowsView out) const;
-  // q (low-rank, RoPE'd), its normed latent qr, and the window K=V rows (FP8 fake-quantized).
-  void project_qkv(int layer,
-                   const ForwardContext& ctx,
-                   ConstRowsView u,
-                   Buffer& qr,
-                   Buffer& q,
-                   Buffer& kv) const;
   // Per-query key lists as rows of the state pool (backend::KvAttentionArgs): window slots
   // ([T, num_window] FP8 rows; indices from window_pool_rows on are this call's fresh rows),
   // then compressed entries ([T, num_compressed] FP4 rows of `stream`); -1 marks an empty slot.
@@ -145,12 +163,13 @@ class Model {
   };
   // kv [T, D] (FP8 fake-quantized) stored as FP8 rows 0..T-1 of a fresh buffer.
   Buffer store_fresh(ConstRowsView kv) const;
-  // Sink softmax attention of q over the key lists; returns [T, H * D].
-  Buffer attend(int layer,
-                const ForwardContext& ctx,
-                const Buffer& q,
-                const KeyLists& keys,
-                const Buffer& fresh) const;
+  // Sink softmax attention of q over the key lists into o [T, H * D].
+  void attend(int layer,
+              const ForwardContext& ctx,
+              ConstRowsView q,
+              const KeyLists& keys,
+              const Buffer& fresh,
+              RowsView o) const;
   void moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView out) const;
   void seed_dspark(ForwardContext& ctx) const;
   void record_dspark_input(int layer, ForwardContext& ctx, ConstRowsView x) const;
@@ -161,6 +180,11 @@ class Model {
 
   ModelConfig config_;
   const backend::Ops* ops_ = nullptr;
+  // Random per loaded model: part of every segment key, so that a backend shared by several
+  // models (tests, checks) never replays one model's recorded ops for another.
+  uint64_t instance_id_ = 0;
+  mutable Buffer workspace_;  // block_rows' storage
+  mutable int64_t workspace_rows_ = 0;
   std::unique_ptr<weights::Checkpoint> checkpoint_;
   ModelWeights weights_;
   std::vector<backend::RopeTable> rope_;  // per layer (backbone and DSpark)

@@ -1,5 +1,6 @@
 #include "model/model_weights.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "model/tensor_names.h"
@@ -231,6 +232,9 @@ Status bind_engram(
   DI_ASSIGN_OR_RETURN(const TensorInfo* t, b.get(p + "embed.weight", DType::kF8E4M3, {rows, hd}));
   DI_ASSIGN_OR_RETURN(const TensorInfo* s,
                       b.get(p + "embed.scale", DType::kF8E8M0, {rows, hd / 32}));
+  if (rows > INT32_MAX) {  // the backends index the table with int32 row ids
+    return invalid_argument(p + "embed.weight: more than 2^31 - 1 rows");
+  }
   e.table = t->data;
   e.table_scale = s->data;
   e.rows = rows;

@@ -232,6 +232,18 @@ void CpuOps::softmax_pool(const float* const* kv,
     kernels::softmax_pool_channels(kv[g], score[g], group, dim, out + g * dim);
 }
 
+void CpuOps::gather_fp8_rows(const Fp8RowTable& table, const int32_t* index, RowsView out) const {
+  const float* e4m3 = e4m3_table();
+  const int64_t w = table.width;
+  for (int64_t r = 0; r < out.rows; ++r) {
+    const int64_t t = index[r];
+    const uint8_t* v = table.data + t * w;
+    const uint8_t* sc = table.scale + t * (w / 32);
+    float* dst = out.row(r);
+    for (int64_t d = 0; d < w; ++d) dst[d] = round_bf16(e4m3[v[d]] * e8m0_to_float(sc[d / 32]));
+  }
+}
+
 void CpuOps::embed_rows(const WeightView& table,
                         const int32_t* tokens,
                         int copies,

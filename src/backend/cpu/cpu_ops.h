@@ -72,6 +72,7 @@ class CpuOps final : public Ops {
                   const int32_t* tokens,
                   int copies,
                   RowsView out) const override;
+  void gather_fp8_rows(const Fp8RowTable& table, const int32_t* index, RowsView out) const override;
   void argmax_rows(ConstRowsView x, int32_t* out) const override;
   void sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const override;
   void add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const override;

@@ -45,6 +45,7 @@ Expected<std::unique_ptr<CudaOps>> CudaOps::create(ThreadPool& /*pool*/,
   }
   auto impl = std::make_unique<Impl>();
   impl->gemm = options.gemm;
+  impl->graphs = options.graphs;
   if (options.profile_ops) impl->profiler = std::make_unique<cuda::OpProfiler>();
   DI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking));
   void* pinned = nullptr;

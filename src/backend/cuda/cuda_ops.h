@@ -34,6 +34,7 @@ struct CudaOptions {
   size_t arena_bytes = size_t{8} << 30;
   CudaGemm gemm = CudaGemm::kExact;
   bool profile_ops = false;  // events around every op (take_op_profile)
+  bool graphs = true;        // segments (Ops::begin_segment) replayed as CUDA graphs
 };
 
 class CudaOps final : public Ops {
@@ -48,6 +49,9 @@ class CudaOps final : public Ops {
   uint64_t host_syncs() const override;
   double host_wait_seconds() const override;
   std::vector<OpTime> take_op_profile() const override;
+  bool begin_segment(uint64_t key) const override;
+  void end_segment() const override;
+  SegmentStats segment_stats() const override;
 
   float* allocate(int64_t count) const override;
   void deallocate(float* p) const override;
@@ -128,6 +132,7 @@ class CudaOps final : public Ops {
                   const int32_t* tokens,
                   int copies,
                   RowsView out) const override;
+  void gather_fp8_rows(const Fp8RowTable& table, const int32_t* index, RowsView out) const override;
   void argmax_rows(ConstRowsView x, int32_t* out) const override;
   void sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const override;
   void add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const override;

@@ -99,7 +99,44 @@ struct CudaOps::Impl {
   uint8_t* pinned = nullptr;
   size_t pinned_head = 0;
 
+  // Segments recorded as CUDA graphs (cuda_ops_graphs.cc; Ops::begin_segment). A key's first run
+  // is eager (it uploads the weights it meets), its second is captured, later ones replay.
+  struct SegmentGraph {
+    cudaGraphExec_t exec = nullptr;
+    int runs = 0;
+    bool eager_only = false;  // its capture met something a replay cannot repeat
+  };
+  static constexpr size_t kMaxSegments = 4096;  // past this, new keys run eagerly
+  bool graphs = true;
+  std::unordered_map<uint64_t, SegmentGraph> segments;
+  bool capturing = false;
+  bool capture_dirty = false;  // an upload, a foreign free or an escaping allocation
+  uint64_t capture_key = 0;
+  std::vector<void*> capture_allocs;  // allocated in the capture and not yet freed
+  // Buffers a capture allocates come from this region (bump allocation, reset when a capture
+  // starts with nothing of it alive): fixed addresses that every recorded segment shares, since
+  // segments run one after another on the stream. Stream-ordered allocations inside a capture
+  // would become graph allocations, whose memory each instantiated graph keeps for itself.
+  static constexpr size_t kRegionBytes = size_t{256} << 20;
+  uint8_t* region = nullptr;
+  size_t region_head = 0;
+  int64_t region_live = 0;
+  bool in_region(const void* p) const {
+    const auto* b = static_cast<const uint8_t*>(p);
+    return region && b >= region && b < region + kRegionBytes;
+  }
+  std::vector<cudaGraphExec_t> retired;  // launched once; destroyed after the next sync
+  Ops::SegmentStats segment_stats;
+  // Ends a capture: instantiates and launches what was captured (the work of this run so far),
+  // keeps the graph for replays when `keep` and the capture stayed clean.
+  Status finish_capture(bool keep);
+  // Called before anything a capture cannot contain (a wait, a pageable copy, a synchronous
+  // upload): the run's ops so far are launched and the rest of the run is eager.
+  Status interrupt_capture() { return capturing ? finish_capture(false) : Status(); }
+  void destroy_graphs();
+
   ~Impl() {
+    destroy_graphs();
     if (stream) (void)cudaStreamDestroy(stream);
     if (pinned) (void)cudaFreeHost(pinned);
   }
@@ -108,6 +145,14 @@ struct CudaOps::Impl {
   Status copy_in(void* dst, const void* host, size_t bytes) {
     if (bytes == 0) return {};
     const void* src = host;
+    if (capturing) {
+      // A replay would copy whatever the staging slot holds by then: this run stays eager.
+      capture_dirty = true;
+      const size_t need = (bytes + 255) & ~size_t{255};
+      if (!pinned || bytes > kStageMax || pinned_head + need > kPinnedBytes) {
+        DI_RETURN_IF_ERROR(interrupt_capture());
+      }
+    }
     if (pinned && bytes <= kStageMax) {
       const size_t need = (bytes + 255) & ~size_t{255};
       if (pinned_head + need > kPinnedBytes) {
@@ -136,6 +181,7 @@ struct CudaOps::Impl {
   template <class T>
   Status download(T* host, const T* dev, size_t count) {
     if (count == 0) return {};
+    DI_RETURN_IF_ERROR(interrupt_capture());
     note_wait_begin();
     DI_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(host, dev, sizeof(T) * count, cudaMemcpyDeviceToHost, stream));
@@ -152,6 +198,7 @@ struct CudaOps::Impl {
     auto it = weights.find(w.data);
     if (it != weights.end() && it->second.print == print) return it->second.dev;
     cuda::DeviceWeight d{w.format, w.out_features, w.in_features, nullptr, nullptr};
+    DI_RETURN_IF_ERROR(interrupt_capture());  // the copies below are synchronous
     if (profiler) {
       DI_RETURN_IF_ERROR(profiler->begin("weight_upload", stream));
     }
@@ -168,6 +215,19 @@ struct CudaOps::Impl {
       DI_RETURN_IF_ERROR(profiler->end(stream));
     }
     return d;
+  }
+
+  // Host bytes that stay (a lookup table): uploaded once, cached by address and fingerprint.
+  Expected<const uint8_t*> cached_bytes(const uint8_t* host, size_t n) {
+    const uint64_t print = cuda_ops_detail::fingerprint(host, n) ^ (n << 8) ^ 0x7ab1e;
+    auto it = weights.find(host);
+    if (it != weights.end() && it->second.print == print) return it->second.dev.data;
+    DI_RETURN_IF_ERROR(interrupt_capture());  // the copy below is synchronous
+    DI_ASSIGN_OR_RETURN(void* data, arena->alloc_persistent(std::max<size_t>(n, 1)));
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(data, host, n, cudaMemcpyHostToDevice));
+    cuda::DeviceWeight d{WeightFormat::kF32, 1, 0, static_cast<const uint8_t*>(data), nullptr};
+    weights[host] = {print, d};
+    return d.data;
   }
 
   // y = x . w on device buffers (x [rows, cols], y [rows, w.out_features]), enqueued only.
@@ -263,12 +323,17 @@ struct CudaOps::Impl {
     if (!wait_begin) wait_begin = std::chrono::steady_clock::now();
   }
   Status sync() {
+    DI_RETURN_IF_ERROR(interrupt_capture());
     ++host_syncs;
     note_wait_begin();
     const cudaError_t e = cudaStreamSynchronize(stream);
     host_wait_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - *wait_begin).count();
     wait_begin.reset();
+    if (e == cudaSuccess) {
+      for (cudaGraphExec_t g : retired) (void)cudaGraphExecDestroy(g);
+      retired.clear();
+    }
     return cuda::cuda_status(e, "cudaStreamSynchronize");
   }
 };

@@ -17,9 +17,20 @@ float* CudaOps::allocate(int64_t count) const {
   Impl& m = *impl_;
   float* p = nullptr;
   m.run("allocate", [&]() -> Status {
+    const size_t bytes = sizeof(float) * static_cast<size_t>(std::max<int64_t>(count, 1));
+    if (m.capturing) {
+      const size_t need = (bytes + 255) & ~size_t{255};
+      if (m.region_head + need <= Impl::kRegionBytes) {
+        p = reinterpret_cast<float*>(m.region + m.region_head);
+        m.region_head += need;
+        ++m.region_live;
+        m.capture_allocs.push_back(p);
+        return {};
+      }
+      DI_RETURN_IF_ERROR(m.interrupt_capture());  // too large to record: the rest runs eagerly
+    }
     void* raw = nullptr;
-    DI_CUDA_RETURN_IF_ERROR(cudaMallocAsync(
-        &raw, sizeof(float) * static_cast<size_t>(std::max<int64_t>(count, 1)), m.stream));
+    DI_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&raw, bytes, m.stream));
     p = static_cast<float*>(raw);
     return {};
   });
@@ -28,8 +39,21 @@ float* CudaOps::allocate(int64_t count) const {
 
 void CudaOps::deallocate(float* p) const {
   if (!p) return;
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  (void)cudaFreeAsync(p, impl_->stream);
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  if (m.in_region(p)) {  // a segment's buffer: the region is reset by the next capture
+    --m.region_live;
+    auto it = std::find(m.capture_allocs.begin(), m.capture_allocs.end(), p);
+    if (it != m.capture_allocs.end()) m.capture_allocs.erase(it);
+    return;
+  }
+  if (m.capturing) {
+    // Freeing memory from before the capture: a replay would not free it again.
+    if (Status s = m.interrupt_capture(); !s.ok() && m.error.ok()) {
+      m.error = s.with_context("cuda deallocate");
+    }
+  }
+  (void)cudaFreeAsync(p, m.stream);
 }
 
 void CudaOps::upload(const float* host, float* dst, int64_t count) const {
@@ -45,6 +69,7 @@ void CudaOps::download(const float* src, float* host, int64_t count) const {
   m.run("download", [&]() -> Status {
     if (count <= 0) return {};
     if (!src) return Status(StatusCode::kInternal, "download from a null buffer");
+    DI_RETURN_IF_ERROR(m.interrupt_capture());
     m.note_wait_begin();
     DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host, src, sizeof(float) * static_cast<size_t>(count),
                                             cudaMemcpyDeviceToHost, m.stream));
@@ -107,6 +132,26 @@ void CudaOps::embed_rows(const WeightView& table,
     DI_ASSIGN_OR_RETURN(const int32_t* dt, m.upload(tokens, static_cast<size_t>(out.rows)));
     DI_CUDA_RETURN_IF_ERROR(
         cuda::embed_rows(dw, dt, out.rows, copies, out.data, out.cols, m.stream));
+    return {};
+  });
+}
+
+void CudaOps::gather_fp8_rows(const Fp8RowTable& table, const int32_t* index, RowsView out) const {
+  Impl& m = *impl_;
+  m.run("gather_fp8_rows", [&]() -> Status {
+    if (out.rows <= 0) return {};
+    if (table.width % 32 != 0 || out.cols != table.width) {
+      return Status(StatusCode::kInvalidArgument,
+                    "gather_fp8_rows: width must be a multiple of 32 and equal out.cols");
+    }
+    DI_ASSIGN_OR_RETURN(const uint8_t* data,
+                        m.cached_bytes(table.data, static_cast<size_t>(table.rows * table.width)));
+    DI_ASSIGN_OR_RETURN(
+        const uint8_t* scale,
+        m.cached_bytes(table.scale, static_cast<size_t>(table.rows * (table.width / 32))));
+    DI_ASSIGN_OR_RETURN(const int32_t* di, m.upload(index, static_cast<size_t>(out.rows)));
+    DI_CUDA_RETURN_IF_ERROR(
+        cuda::gather_fp8_rows(data, scale, table.width, di, out.rows, out.data, m.stream));
     return {};
   });
 }

@@ -76,6 +76,7 @@ bool CudaOps::fused_moe(ConstRowsView x,
         }
       }
       DI_ASSIGN_OR_RETURN(void* dt, m.arena->alloc_persistent(sizeof(void*) * table.size()));
+      DI_RETURN_IF_ERROR(m.interrupt_capture());  // the copy below is synchronous
       DI_CUDA_RETURN_IF_ERROR(
           cudaMemcpy(dt, table.data(), sizeof(void*) * table.size(), cudaMemcpyHostToDevice));
       it =

@@ -95,6 +95,15 @@ cudaError_t embed_rows(const DeviceWeight& table,
                        float* out,
                        int64_t out_cols,
                        cudaStream_t s);
+// out[i, d] = bf16(e4m3(data[index[i], d]) * e8m0(scale[index[i], d / 32])) for d < width
+// (a multiple of 32), i < rows (the Engram embeddings; CpuOps::gather_fp8_rows' bits).
+cudaError_t gather_fp8_rows(const uint8_t* data,
+                            const uint8_t* scale,
+                            int64_t width,
+                            const int32_t* index,
+                            int64_t rows,
+                            float* out,
+                            cudaStream_t s);
 // dst[i][0, width) = src[i][0, width) for i < n (device pointer tables).
 cudaError_t copy_rows(
     const float* const* src, float* const* dst, int64_t n, int64_t width, cudaStream_t s);

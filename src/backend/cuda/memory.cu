@@ -54,6 +54,17 @@ __global__ void embed_rows_kernel(const uint8_t* table,
   }
 }
 
+// One block per row (the Engram embeddings: 24 of 256 values per token at the V4.1 shape).
+__global__ void gather_fp8_rows_kernel(
+    const uint8_t* data, const uint8_t* scale, int64_t width, const int32_t* index, float* out) {
+  const int64_t t = index[blockIdx.x];
+  const uint8_t* v = data + t * width;
+  const uint8_t* sc = scale + t * (width / 32);
+  float* dst = out + blockIdx.x * width;
+  for (int64_t d = threadIdx.x; d < width; d += blockDim.x)
+    dst[d] = round_bf16(e4m3_to_float(v[d]) * e8m0_to_float(sc[d / 32]));
+}
+
 __global__ void copy_rows_kernel(const float* const* src, float* const* dst, int64_t width) {
   const float* s = src[blockIdx.y];
   float* d = dst[blockIdx.y];
@@ -137,6 +148,20 @@ cudaError_t embed_rows(const DeviceWeight& table,
   embed_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(
       table.data, table.format == WeightFormat::kBF16, table.in_features, tokens, copies, out,
       out_cols);
+  return cudaGetLastError();
+}
+
+cudaError_t gather_fp8_rows(const uint8_t* data,
+                            const uint8_t* scale,
+                            int64_t width,
+                            const int32_t* index,
+                            int64_t rows,
+                            float* out,
+                            cudaStream_t s) {
+  if (rows == 0 || width == 0) return cudaSuccess;
+  if (rows > 0x7fffffff || width % 32 != 0) return cudaErrorInvalidValue;
+  gather_fp8_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(data, scale, width, index,
+                                                                          out);
   return cudaGetLastError();
 }
 

@@ -1,6 +1,7 @@
 // Row-wise ops (norm, RoPE, hyper-connections, router, SwiGLU, Engram gate, pooling) against plain
 // double-precision references written from the spec's formulas.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -44,6 +45,40 @@ TEST_F(RowOps, EmbedRowsGathersAndReplicates) {
                     f32[static_cast<size_t>(tokens[static_cast<size_t>(r)] * dim + d)])
               << "row " << r << " copy " << k << " dim " << d << (use_bf16 ? " bf16" : " f32");
         }
+      }
+    }
+  }
+}
+
+// Engram rows: each value decoded from e4m3 and scaled by its 32-block's ue8m0 exponent, then
+// rounded to bf16; checked against values computed by hand from the codes' definitions.
+TEST_F(RowOps, GatherFp8RowsDecodesAndScales) {
+  const int64_t rows = 3, width = 64;
+  std::vector<uint8_t> data(static_cast<size_t>(rows * width)),
+      scale(static_cast<size_t>(rows * 2));
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+  for (size_t i = 0; i < scale.size(); ++i) scale[i] = static_cast<uint8_t>(120 + 3 * i);
+  auto e4m3 = [](uint8_t b) -> double {  // e4m3fn by its definition (bias 7, no infinities)
+    const int sign = b >> 7, e = (b >> 3) & 15, m = b & 7;
+    if (e == 15 && m == 7) return NAN;
+    const double mag = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, e - 7);
+    return sign ? -mag : mag;
+  };
+  const Fp8RowTable table{data.data(), scale.data(), rows, width};
+  const std::vector<int32_t> index = {2, 0, 2, 1};
+  std::vector<float> out(index.size() * width, -1.0f);
+  ops_.gather_fp8_rows(table, index.data(), RowsView{out.data(), 4, width});
+  for (size_t r = 0; r < index.size(); ++r) {
+    for (int64_t d = 0; d < width; ++d) {
+      const size_t t = static_cast<size_t>(index[r]);
+      const double want = e4m3(data[t * width + static_cast<size_t>(d)]) *
+                          std::ldexp(1.0, scale[t * 2 + static_cast<size_t>(d / 32)] - 127);
+      const float got = out[r * width + static_cast<size_t>(d)];
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got)) << r << "," << d;
+      } else {
+        // e4m3 times a power of two has 4 significant bits: exact in bf16 within its range.
+        EXPECT_EQ(got, static_cast<float>(want)) << "row " << r << " dim " << d;
       }
     }
   }

@@ -137,6 +137,39 @@ TEST_P(CudaForward, LogitsMatchTheCpuBackend) {
   EXPECT_EQ(diff, 0u) << "max abs difference " << max_abs;
 }
 
+// Decode steps whose segments (Ops::begin_segment) replay as CUDA graphs give the logits of a
+// backend that launches every op: bitwise, over batch sizes that change and come back (a segment
+// is captured on its key's second run; a key covers the row count and the buffers' addresses).
+TEST_P(CudaForward, GraphReplaysEqualEagerLaunches) {
+  backend::CudaOptions eager_options{0, size_t{1} << 30};
+  eager_options.graphs = false;
+  auto eager = backend::CudaOps::create(threads_, eager_options);
+  ASSERT_TRUE(eager.has_value()) << eager.status().to_string();
+  auto m = Model::load(golden_checkpoint(GetParam()), **eager);
+  ASSERT_TRUE(m.has_value()) << m.status().to_string();
+  const std::vector<std::vector<int32_t>> seqs = {random_tokens(80, 41), random_tokens(60, 42),
+                                                  random_tokens(60, 43)};
+  std::vector<std::vector<std::pair<int, int>>> steps = {{{0, 20}, {1, 10}, {2, 15}}};
+  for (int i = 0; i < 12; ++i) steps.push_back({{0, 1}, {1, 1}, {2, 1}});
+  for (int i = 0; i < 6; ++i) steps.push_back({{0, 1}});
+  for (int i = 0; i < 8; ++i) steps.push_back({{0, 1}, {2, 1}, {1, 1}});
+  const auto before = gpu_->segment_stats();
+  const auto with_graphs = run(*gpu_model_, seqs, steps);
+  const auto after = gpu_->segment_stats();
+  const auto without = run(**m, seqs, steps);
+  ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+  ASSERT_TRUE((*eager)->status().ok()) << (*eager)->status().to_string();
+  std::printf("%s: segments %lld replayed, %lld captured, %lld eager\n", GetParam(),
+              static_cast<long long>(after.replayed - before.replayed),
+              static_cast<long long>(after.captured - before.captured),
+              static_cast<long long>(after.eager - before.eager));
+  EXPECT_GT(after.replayed - before.replayed, 0) << "no segment was replayed";
+  EXPECT_EQ((*eager)->segment_stats().replayed + (*eager)->segment_stats().captured, 0);
+  ASSERT_EQ(with_graphs.size(), without.size());
+  double max_abs = 0;
+  EXPECT_EQ(count_different(with_graphs, without, &max_abs), 0u) << "max abs " << max_abs;
+}
+
 INSTANTIATE_TEST_SUITE_P(Golden,
                          CudaForward,
                          ::testing::Values("v41-mini", "v41-mini-topk"),

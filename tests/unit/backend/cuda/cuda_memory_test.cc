@@ -44,6 +44,29 @@ TEST_F(CudaOpsTest, EmbedRowsMatchCpuBitwise) {
   }
 }
 
+// Engram rows decoded on the device: the CPU's bits for every finite e4m3 code and a spread of
+// scales (subnormal results, repeated and out-of-order indices). The tables hold quantized finite
+// values, so the NaN codes (0x7f, 0xff) and the NaN scale (255), whose payloads the two sides need
+// not agree on, are left out.
+TEST_F(CudaOpsTest, GatherFp8RowsMatchCpuBitwise) {
+  const int64_t rows = 300, width = 256;
+  std::vector<uint8_t> data(static_cast<size_t>(rows * width)),
+      scale(static_cast<size_t>(rows * 8));
+  for (size_t i = 0; i < data.size(); ++i) {
+    data[i] = static_cast<uint8_t>((i * 131 + 7) % 256);
+    if ((data[i] & 0x7f) == 0x7f) data[i] ^= 1;
+  }
+  for (size_t i = 0; i < scale.size(); ++i) scale[i] = static_cast<uint8_t>((i * 29) % 255);
+  const Fp8RowTable table{data.data(), scale.data(), rows, width};
+  const std::vector<int32_t> index = {299, 0, 17, 17, 150, 3};
+  const int64_t n = static_cast<int64_t>(index.size());
+  Rows oc(static_cast<size_t>(n * width)), og(oc.size(), -1.0f);
+  cpu_.gather_fp8_rows(table, index.data(), {oc.data(), n, width});
+  gpu_->gather_fp8_rows(table, index.data(), {og.data(), n, width});
+  ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+  expect_bitwise(og, oc, "gather_fp8_rows");
+}
+
 TEST_F(CudaOpsTest, RowGatherAndCombineMatchCpuBitwise) {
   const int64_t rows = 9, cols = 300;
   const auto src = random_rows(static_cast<size_t>(rows * cols), 92);
