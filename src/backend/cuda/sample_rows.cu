@@ -1,185 +1,25 @@
-// Ops::sample_rows on the device: one CTA per row walks the row a few times (max, then the top-k
-// and top-p cuts as 8-bit radix selects over order_key, then the Gumbel race). Every quantity
-// compared is exact or computed by sample_math.h's IEEE-exact operations (-fmad=false), and every
-// reduction breaks ties by index, so the token is bitwise the host sampler's.
+// Ops::sample_rows on the device, one CTA per row (the row's token depends on that row only):
+// processors in place, the max (pass 1), then, when a top-k or top-p cut applies, candidate
+// buckets below the max (pass 2) and a copy of the tokens at or above the crossing bucket into
+// shared memory (pass 3); the exact radix cuts and the Gumbel race then run on that short list.
+// Rows whose list would overflow (huge k, flat rows, many ties) take the whole-row radix cuts.
+// Every quantity compared is exact or computed by sample_math.h's IEEE-exact operations
+// (-fmad=false), and every reduction breaks ties by index, so the token is bitwise the host
+// sampler's (kernels/ref/sample_row.h).
 #include <cuda_runtime.h>
 
 #include "backend/cuda/sample_rows.h"
+#include "backend/cuda/sample_select.cuh"
 #include "kernels/ref/sample_math.h"
 
 namespace di::backend::cuda {
 
 namespace {
 
-namespace ks = kernels::sample;
+using namespace sample_detail;
 
-constexpr int kThreads = 512;
-constexpr int kWarps = kThreads / 32;
-constexpr int kBins = 256;
-constexpr float kNegInf = -__builtin_huge_valf();
-
-struct Shared {
-  unsigned long long hist[kBins];
-  unsigned long long warp_sum[kBins / 32];
-  float red_v[kWarps];
-  int64_t red_i[kWarps];
-  double red_d[kWarps];
-  int red_n[kWarps];
-  uint32_t sel;
-  unsigned long long above;
-};
-
-__device__ __forceinline__ float processed(const float* row, const uint32_t* mask, int64_t i) {
-  if (mask != nullptr && ((mask[i >> 5] >> (i & 31)) & 1u) == 0) return kNegInf;
-  return row[i];
-}
-
-// The first index of the largest value (std::max_element; -inf counts) and the finite count.
-__device__ void row_max(const float* row,
-                        const uint32_t* mask,
-                        int64_t cols,
-                        Shared& sh,
-                        float& mx,
-                        int64_t& arg,
-                        int& finite) {
-  float v = kNegInf;
-  int64_t idx = cols;
-  int n = 0;
-  for (int64_t i = threadIdx.x; i < cols; i += kThreads) {
-    const float a = processed(row, mask, i);
-    n += a != kNegInf;
-    if (idx == cols || a > v) {
-      v = a;
-      idx = i;
-    }
-  }
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_down_sync(0xffffffffu, v, o);
-    const int64_t oi = __shfl_down_sync(0xffffffffu, idx, o);
-    n += __shfl_down_sync(0xffffffffu, n, o);
-    if (oi < cols && (idx >= cols || ov > v || (ov == v && oi < idx))) {
-      v = ov;
-      idx = oi;
-    }
-  }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    sh.red_v[warp] = v;
-    sh.red_i[warp] = idx;
-    sh.red_n[warp] = n;
-  }
-  __syncthreads();
-  mx = sh.red_v[0];
-  arg = sh.red_i[0];
-  finite = sh.red_n[0];
-  for (int w = 1; w < kWarps; ++w) {
-    const float bv = sh.red_v[w];
-    const int64_t bi = sh.red_i[w];
-    finite += sh.red_n[w];
-    if (bi < cols && (arg >= cols || bv > mx || (bv == mx && bi < arg))) {
-      mx = bv;
-      arg = bi;
-    }
-  }
-  if (arg >= cols) arg = 0;
-  __syncthreads();
-}
-
-// The key at which the mass (count, or fixed-point weight when `weighted`) of the finite tokens
-// with key >= lo, accumulated from the largest key down, first reaches `target` (target_is_share:
-// target * the level-0 total). Four 8-bit levels; each picks the bin where the running sum
-// crosses, by a suffix scan of the 256 bins.
-__device__ uint32_t radix_cut(const float* row,
-                              const uint32_t* mask,
-                              int64_t cols,
-                              uint32_t lo,
-                              bool weighted,
-                              float mx,
-                              float temperature,
-                              double target,
-                              bool target_is_share,
-                              Shared& sh) {
-  uint32_t prefix = 0;
-  unsigned long long above = 0;
-  for (int level = 0; level < 4; ++level) {
-    const int shift = 24 - 8 * level;
-    const uint32_t hi_mask = level == 0 ? 0u : (0xffffffffu << (shift + 8));
-    for (int b = threadIdx.x; b < kBins; b += kThreads) sh.hist[b] = 0;
-    __syncthreads();
-    // A thread sums its run of equal bins in a register and adds it once: at the top levels
-    // nearly every logit falls in one or two bins (same sign and exponent), and one shared
-    // atomic per element there serialized the whole CTA (4.1 ms per step at batch 256).
-    uint32_t run_bin = 0;
-    unsigned long long run = 0;
-    for (int64_t i = threadIdx.x; i < cols; i += kThreads) {
-      const float v = processed(row, mask, i);
-      if (v == kNegInf) continue;
-      const uint32_t k = ks::order_key(v);
-      if (k < lo || (k & hi_mask) != prefix) continue;
-      const unsigned long long w = weighted ? ks::weight(ks::scaled(v, mx, temperature)) : 1ull;
-      const uint32_t bin = (k >> shift) & 255u;
-      if (bin != run_bin) {
-        if (run != 0) atomicAdd(&sh.hist[run_bin], run);
-        run_bin = bin;
-        run = 0;
-      }
-      run += w;
-    }
-    if (run != 0) atomicAdd(&sh.hist[run_bin], run);
-    __syncthreads();
-    // Suffix sums: thread t < 256 holds bin 255 - t; inclusive warp scans, then warp offsets.
-    const int t = threadIdx.x, lane = t % 32, warp = t / 32;
-    unsigned long long s = 0;
-    if (t < kBins) {
-      s = sh.hist[kBins - 1 - t];
-      for (int o = 1; o < 32; o <<= 1) {
-        const unsigned long long u = __shfl_up_sync(0xffffffffu, s, o);
-        if (lane >= o) s += u;
-      }
-      if (lane == 31) sh.warp_sum[warp] = s;
-    }
-    __syncthreads();
-    if (t < kBins) {
-      for (int w = 0; w < warp; ++w) s += sh.warp_sum[w];
-      // s = mass of bins >= b, b = 255 - t; the mass of bins > b is s - hist[b].
-      const int b = kBins - 1 - t;
-      if (level == 0 && target_is_share && t == kBins - 1) sh.above = s;  // the total
-      sh.hist[b] = s;  // in place: each thread read its own bin before
-    }
-    __syncthreads();
-    if (level == 0 && target_is_share) {
-      target = target * static_cast<double>(sh.above);
-      target_is_share = false;
-    }
-    __syncthreads();
-    if (t < kBins) {
-      const int b = kBins - 1 - t;
-      const unsigned long long incl = sh.hist[b];
-      const unsigned long long excl = b == kBins - 1 ? 0ull : sh.hist[b + 1];
-      if (static_cast<double>(above + incl) >= target &&
-          !(static_cast<double>(above + excl) >= target)) {
-        sh.sel = static_cast<uint32_t>(b);
-        sh.above = above + excl;
-      }
-    }
-    __syncthreads();
-    prefix |= sh.sel << shift;
-    above = sh.above;
-    __syncthreads();
-  }
-  return prefix;
-}
-
-__global__ void __launch_bounds__(kThreads, 1)
-    sample_kernel(float* x, int64_t cols, SampleRowsDevice a, int32_t* out) {
-  __shared__ Shared sh;
-  const ks::RowParams p = a.params[blockIdx.x];
-  if (p.skip) {
-    if (threadIdx.x == 0) out[blockIdx.x] = -1;
-    return;
-  }
-  float* row = x + static_cast<int64_t>(blockIdx.x) * cols;
-  // Penalty entries are distinct tokens (one thread each); bias entries apply in order.
+// Penalty entries are distinct tokens (one thread each); bias entries apply in order.
+__device__ void apply_processors(float* row, const ks::RowParams& p, const SampleRowsDevice& a) {
   const float rep = p.repetition_penalty;
   const bool additive = p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
   for (int e = threadIdx.x; e < p.penalty_count; e += kThreads) {
@@ -199,76 +39,171 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
   __syncthreads();
+}
+
+// The race: the largest d + gumbel among the kept tokens (key >= cut, min-p, d >= -45), the
+// lowest index on ties; `none` if no token is kept. The exact score costs a double division and
+// two double logs, so most tokens are first screened out in float: the row's top token always
+// competes (d = 0), so the winner scores at least s_top = gumbel(first max), and a token scores
+// d - ln(t) with t = -ln(u) >= 1 - u = q; if q > exp(d - s_top) it scores under s_top and cannot
+// win. The screen evaluates that test in float with 1e-3 of slack in the exponent: d in float
+// is off by under 2e-5 wherever exp(d - s_top) can exceed the least q (2^-54), and q and expf
+// by a few ulps. The two difference thresholds skip tokens whose d is certainly under -45 or
+// whose weight is certainly under min-p (margins 0.5 and 0.01 in d).
+template <class Src>
+__device__ int64_t race(const Src& src,
+                        uint32_t cut,
+                        const ks::RowParams& p,
+                        float mx,
+                        int64_t first_max,
+                        int64_t none,
+                        Shared& sh) {
+  const double t = static_cast<double>(p.temperature);
+  const float inv_t = 1.0f / p.temperature;
+  const float s_top = static_cast<float>(ks::gumbel(p.key, static_cast<uint32_t>(first_max)));
+  const float screen = s_top - 1e-3f;
+  const double skip_below = (ks::kRaceSkip - 0.5) * t;
+  const double min_w = static_cast<double>(p.min_p) * ks::kWeightOne;
+  const double min_below =
+      p.min_p > 0.0f ? (ks::portable_log(static_cast<double>(p.min_p)) - 0.01) * t : kNegInfD;
+  double best = kNegInfD;
+  int64_t idx = none;
+  src.for_each([&](int64_t i, float v) {
+    if (v == kNegInf || ks::order_key(v) < cut) return;
+    // u = (m + 0.5) 2^-53 rounds to at most (m + 1) 2^-53, so q >= (2^53 - m - 1) 2^-53.
+    const uint64_t m = ks::mix64(p.key ^ static_cast<uint32_t>(i)) >> 11;
+    const float q = static_cast<float>((1ull << 53) - m - 1) * 0x1.0p-53f;
+    if (q > expf((v - mx) * inv_t - screen)) return;
+    const double diff = static_cast<double>(v) - static_cast<double>(mx);
+    if (diff < skip_below || diff < min_below) return;
+    const double d = diff / t;  // ks::scaled(v, mx, temperature)
+    if (p.min_p > 0.0f && !(static_cast<double>(ks::weight(d)) >= min_w)) return;
+    if (d < ks::kRaceSkip) return;
+    const double score = d + ks::gumbel(p.key, static_cast<uint32_t>(i));
+    if (better(score, i, best, idx, none)) {
+      best = score;
+      idx = i;
+    }
+  });
+  block_argmax(best, idx, none, sh.red_d, sh);
+  return idx;
+}
+
+// The top-k and top-p cuts on `src` (the whole row, or a list holding every token the cuts can
+// keep); `total` is the row's weight when the list came from weighted buckets (top-p alone).
+template <class Src>
+__device__ uint32_t cuts(const Src& src,
+                         bool use_k,
+                         bool use_p,
+                         const ks::RowParams& p,
+                         const Weigher& wf,
+                         const unsigned long long* total,
+                         Shared& sh) {
+  uint32_t cut = 0;
+  if (use_k) cut = radix_cut(src, 0, false, wf, static_cast<double>(p.top_k), false, sh);
+  if (use_p) {
+    const double share = static_cast<double>(p.top_p);
+    const uint32_t c = total != nullptr ? radix_cut(src, cut, true, wf,
+                                                    share * static_cast<double>(*total), false, sh)
+                                        : radix_cut(src, cut, true, wf, share, true, sh);
+    cut = c > cut ? c : cut;
+  }
+  return cut;
+}
+
+// kMinBlocks 2 (64 registers, a few spilled) keeps two rows per SM for large batches; 1 (about
+// 100 registers, no spills) serves batches that leave SMs idle anyway.
+template <int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    sample_kernel(float* x, int64_t cols, SampleRowsDevice a, int32_t* out) {
+  __shared__ Shared sh;
+  const ks::RowParams p = a.params[blockIdx.x];
+  if (p.skip) {
+    if (threadIdx.x == 0) out[blockIdx.x] = -1;
+    return;
+  }
+  float* row = x + static_cast<int64_t>(blockIdx.x) * cols;
+  apply_processors(row, p, a);
   const uint32_t* mask = p.mask >= 0 ? a.masks + p.mask * ks::mask_words(cols) : nullptr;
-  float mx;
-  int64_t first_max;
-  int finite;
-  row_max(row, mask, cols, sh, mx, first_max, finite);
+  const RowSrc src{row, mask, cols};
+
+  // Pass 1: the first index of the largest value (std::max_element; -inf counts), finite count.
+  float mx = kNegInf;
+  int64_t first_max = cols;
+  int finite = 0;
+  src.for_each([&](int64_t i, float v) {
+    finite += v != kNegInf;
+    if (better(v, i, mx, first_max, cols)) {
+      mx = v;
+      first_max = i;
+    }
+  });
+  for (int o = 16; o > 0; o >>= 1) finite += __shfl_down_sync(0xffffffffu, finite, o);
+  if (threadIdx.x % 32 == 0) sh.red_n[threadIdx.x / 32] = finite;
+  block_argmax(mx, first_max, cols, sh.red_v, sh);  // syncs: red_n is complete after it
+  finite = 0;
+  for (int w = 0; w < kWarps; ++w) finite += sh.red_n[w];
+  if (first_max >= cols) first_max = 0;
   if (p.temperature == 0.0f || mx == kNegInf) {
     if (threadIdx.x == 0) out[blockIdx.x] = static_cast<int32_t>(first_max);
     return;
   }
-  uint32_t cut = 0;
-  if (p.top_k > 0 && p.top_k < finite) {
-    cut = radix_cut(row, mask, cols, 0, false, mx, p.temperature, static_cast<double>(p.top_k),
-                    false, sh);
-  }
-  if (p.top_p < 1.0f) {
-    const uint32_t c = radix_cut(row, mask, cols, cut, true, mx, p.temperature,
-                                 static_cast<double>(p.top_p), true, sh);
-    cut = c > cut ? c : cut;
-  }
-  // The race: the largest d + gumbel among the kept tokens, the lowest index on ties.
-  const double min_w = static_cast<double>(p.min_p) * ks::kWeightOne;
-  double best = -__longlong_as_double(0x7ff0000000000000ll);
-  int64_t idx = cols;
-  for (int64_t i = threadIdx.x; i < cols; i += kThreads) {
-    const float v = processed(row, mask, i);
-    if (v == kNegInf || ks::order_key(v) < cut) continue;
-    const double d = ks::scaled(v, mx, p.temperature);
-    if (p.min_p > 0.0f && !(static_cast<double>(ks::weight(d)) >= min_w)) continue;
-    if (d < ks::kRaceSkip) continue;
-    const double score = d + ks::gumbel(p.key, static_cast<uint32_t>(i));
-    if (idx == cols || score > best) {
-      best = score;
-      idx = i;
-    }
-  }
-  for (int o = 16; o > 0; o >>= 1) {
-    const double ob = __shfl_down_sync(0xffffffffu, best, o);
-    const int64_t oi = __shfl_down_sync(0xffffffffu, idx, o);
-    if (oi < cols && (idx >= cols || ob > best || (ob == best && oi < idx))) {
-      best = ob;
-      idx = oi;
-    }
-  }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    sh.red_d[warp] = best;
-    sh.red_i[warp] = idx;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double bb = sh.red_d[0];
-    int64_t bi = sh.red_i[0];
-    for (int w = 1; w < kWarps; ++w) {
-      const int64_t oi = sh.red_i[w];
-      if (oi < cols && (bi >= cols || sh.red_d[w] > bb || (sh.red_d[w] == bb && oi < bi))) {
-        bb = sh.red_d[w];
-        bi = oi;
+
+  const bool use_k = p.top_k > 0 && p.top_k < finite;
+  const bool use_p = p.top_p < 1.0f;
+  const Weigher wf{mx, p.temperature, (-23.0 - 0.5) * static_cast<double>(p.temperature)};
+  int64_t token = cols;
+  bool done = false;
+  if ((use_k || use_p) && mx != -kNegInf) {
+    // Passes 2 and 3: the short list. With top-k the buckets count tokens (the list then holds
+    // every token the top-k cut keeps, hence every one top-p can keep); with top-p alone they
+    // weigh them (the list holds every token at or above the top-p cut).
+    const Bucketer bucket{!use_k, ks::order_key(mx), mx, 64.0f / p.temperature};
+    unsigned long long total = 0;
+    const double target = use_k ? static_cast<double>(p.top_k) : static_cast<double>(p.top_p);
+    const int crossing = bucket_crossing(src, bucket, !use_k, wf, target, total, sh);
+    if (crossing >= 0) {
+      const int n = compact(src, bucket, crossing, sh);
+      if (n <= kCap) {
+        const CandSrc list{sh.u.cand.v, sh.u.cand.i, n};
+        const uint32_t cut = cuts(list, use_k, use_p, p, wf, use_k ? nullptr : &total, sh);
+        token = race(list, cut, p, mx, first_max, cols, sh);
+        done = true;
       }
     }
-    out[blockIdx.x] = static_cast<int32_t>(bi < cols ? bi : first_max);
   }
+  if (!done) {
+    const uint32_t cut = cuts(src, use_k, use_p, p, wf, nullptr, sh);
+    token = race(src, cut, p, mx, first_max, cols, sh);
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = static_cast<int32_t>(token < cols ? token : first_max);
 }
 
 }  // namespace
 
-cudaError_t sample_rows(
-    float* x, int64_t rows, int64_t cols, const SampleRowsDevice& a, int32_t* out, cudaStream_t s) {
+cudaError_t sample_rows(float* x,
+                        int64_t rows,
+                        int64_t cols,
+                        const SampleRowsDevice& a,
+                        int32_t* out,
+                        cudaStream_t s,
+                        int rows_per_sm) {
   if (rows <= 0) return rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
   if (cols <= 0) return cudaErrorInvalidValue;
-  sample_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, cols, a, out);
+  // Both variants draw the same bits; the choice only sets how many rows share an SM.
+  if (rows_per_sm == 0) {
+    int sms = 0, dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      return cudaGetLastError();
+    }
+    rows_per_sm = rows > sms ? 2 : 1;
+  }
+  if (rows_per_sm == 2) {
+    sample_kernel<2><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, cols, a, out);
+  } else {
+    sample_kernel<1><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, cols, a, out);
+  }
   return cudaGetLastError();
 }
 
