@@ -1,5 +1,5 @@
 // deepinfer bench kernels [--quick|--wgmma|--small-ops|--decode|--profile|--sparse-attention|
-// --index-scores|--dense-tc|--sample-rows] (also the standalone cuda_kernels_bench): times
+// --index-scores|--dense-tc|--sample-rows|--dense-f32] (also the standalone cuda_kernels_bench): times
 // DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths (hidden 5120, 64 heads x 512, expert
 // intermediate 2304) against floors measured in the same run: device copy bandwidth (cudaMemcpy
 // D2D, bytes read + written) and cuBLASLt's bf16 and fp8 GEMM rate at 8192^3. Each kernel's floor
@@ -23,6 +23,7 @@
 #include "cuda/bench_util.h"
 #include "cuda/cublaslt_gemm.h"
 #include "cuda/decode_bench.h"
+#include "cuda/dense_f32_bench.h"
 #include "cuda/dense_tc_bench.h"
 #include "cuda/index_scores_bench.h"
 #include "cuda/sample_bench.h"
@@ -267,7 +268,7 @@ Status run(bool quick, bool wgmma_only) {
 int di::bench::run_kernels_bench(int argc, char** argv) {
   bool quick = false, decode_only = false, profile = false, attention = false,
        attention_profile = false, wgmma_only = false, index_scores = false, small_ops = false,
-       dense_tc = false, sample = false;
+       dense_tc = false, sample = false, dense_f32 = false;
   int moe = 0;  // 1: the routed-experts table alone; 2: the same without the variant sweep
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -295,12 +296,14 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       dense_tc = true;
     } else if (a == "--sample-rows") {
       sample = true;
+    } else if (a == "--dense-f32") {
+      dense_f32 = true;
     } else {
       std::fprintf(
           stderr,
           "%s: unknown flag '%s' (expected --quick, --wgmma, --small-ops, --decode, --moe, "
           "--moe-pick, --profile, --sparse-attention, --sparse-attention-profile, "
-          "--index-scores, --dense-tc or --sample-rows)\n",
+          "--index-scores, --dense-tc, --sample-rows or --dense-f32)\n",
           argv[0], a.c_str());
       return 2;
     }
@@ -308,6 +311,7 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
   if (attention || attention_profile) return di::bench::sparse_attention_bench(attention_profile);
   if (index_scores) return di::bench::index_scores_bench();
   if (dense_tc) return di::bench::dense_tc_bench();
+  if (dense_f32) return di::bench::dense_f32_bench();
   di::Status s;
   if (small_ops) {
     s = di::bench::run_small_ops_bench();

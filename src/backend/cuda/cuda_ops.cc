@@ -132,13 +132,19 @@ void CudaOps::grouped_linear(
           return {};
         }
         // Like `linear`: a thread per output only when there are enough outputs to keep bytes in
-        // flight, else eight threads per output.
+        // flight, the register-tiled GEMM for many rows, else eight threads per output.
         const bool gemv = cuda::dense_gemv_applies(x.rows, dw) && dw.out_features >= 16384 &&
                           reinterpret_cast<uintptr_t>(x.data) % 16 == 0;
-        DI_CUDA_RETURN_IF_ERROR(
-            gemv ? cuda::dense_gemv(x.data, x.rows, dw, groups, y.data, round_bf16, m.stream)
-                 : cuda::dense_gemm_grouped(x.data, x.rows, dw, groups, y.data, round_bf16,
-                                            m.stream));
+        if (gemv) {
+          DI_CUDA_RETURN_IF_ERROR(
+              cuda::dense_gemv(x.data, x.rows, dw, groups, y.data, round_bf16, m.stream));
+        } else if (cuda::dense_tiled_applies(x.rows, dw, groups)) {
+          DI_CUDA_RETURN_IF_ERROR(
+              cuda::dense_tiled(x.data, x.rows, dw, groups, y.data, round_bf16, m.stream));
+        } else {
+          DI_CUDA_RETURN_IF_ERROR(
+              cuda::dense_gemm_grouped(x.data, x.rows, dw, groups, y.data, round_bf16, m.stream));
+        }
         return {};
       },
       &w);

@@ -243,17 +243,18 @@ struct CudaOps::Impl {
       return {};
     }
     if (w.format != WeightFormat::kFP8 && w.format != WeightFormat::kFP4) {
-      // Few rows (decode): one thread per output keeps whole sectors in flight; the result is
-      // the same bits either way.
       // Few rows: from 16K outputs a thread per output (the tiled GEMV) keeps enough bytes in
       // flight; below 2K outputs a block per (output, row) over shared-memory copies does;
-      // between them, and for many rows, eight threads per output (dense_gemm). Same bits.
+      // between them eight threads per output (dense_gemm). Many rows x outputs (or a long K):
+      // the register-tiled GEMM (dense_tiled_applies). Same bits from all four.
       const bool aligned = reinterpret_cast<uintptr_t>(dx) % 16 == 0 && cols % 4 == 0;
       if (aligned && dw.out_features >= 16384 && cuda::dense_gemv_applies(rows, dw)) {
         DI_CUDA_RETURN_IF_ERROR(cuda::dense_gemv(dx, rows, dw, 1, dy, round, stream));
       } else if (aligned && dw.out_features < 2048 && rows <= 8 &&
                  cuda::dense_staged_applies(rows, dw)) {
         DI_CUDA_RETURN_IF_ERROR(cuda::dense_staged(dx, rows, dw, dy, round, stream));
+      } else if (cuda::dense_tiled_applies(rows, dw, 1)) {
+        DI_CUDA_RETURN_IF_ERROR(cuda::dense_tiled(dx, rows, dw, 1, dy, round, stream));
       } else {
         DI_CUDA_RETURN_IF_ERROR(cuda::dense_gemm(dx, rows, dw, dy, round, stream));
       }

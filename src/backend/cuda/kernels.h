@@ -329,6 +329,23 @@ cudaError_t dense_gemv(const float* x,
                        bool round_bf16,
                        cudaStream_t s);
 
+// --- dense_tiled.cu (bitwise = dense_gemm) ---
+// The same product for many rows as a register-tiled SIMT GEMM: x and w tiles staged in shared
+// memory, eight threads per output tile (one per dot_f32 lane), each owning a small tile of
+// outputs; any K, any alignment, groups as in dense_gemm_grouped. kAuto picks the tile by shape;
+// the others force one (tests and benchmarks). The same bits for every tile and every row count.
+enum class DenseTiledTile { kAuto, kNarrow, kTiny, kSmall, kLarge };
+// Whether `linear` / `grouped_linear` should take it (rows and outputs, measured on the H200).
+bool dense_tiled_applies(int64_t rows, const DeviceWeight& w, int groups);
+cudaError_t dense_tiled(const float* x,
+                        int64_t rows,
+                        const DeviceWeight& w,
+                        int groups,
+                        float* y,
+                        bool round_bf16,
+                        cudaStream_t s,
+                        DenseTiledTile tile = DenseTiledTile::kAuto);
+
 // --- dense_staged.cu (bitwise = dense_gemm) ---
 // The same product as a block per (output, row) over shared-memory copies, for few outputs:
 // needs K % 8 == 0, K * (4 + element size) <= 48 KB and 16-byte aligned weights and x rows.

@@ -88,7 +88,7 @@ TEST_F(CudaOpsTest, MoeRouteBreaksTiesToTheLowerIndex) {
 }
 
 TEST_F(CudaOpsTest, HcMixesMatchCpuNearlyBitwise) {
-  // Few rows take the shared-memory product kernel, many rows dense_gemm; dim 97 leaves a tail
+  // Few rows take the shared-memory product kernel, many rows dense_tiled; dim 97 leaves a tail
   // of the chains (hc * dim not a multiple of 8), 5120 is V4.1's width.
   struct Case {
     int hc;
