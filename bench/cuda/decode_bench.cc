@@ -291,7 +291,8 @@ Expected<double> bf16_peak() {
 }  // namespace
 
 Status run_profile_launches() {
-  // One plain launch each of the square FP8 GEMM at 1 and 8 rows, for a profiler.
+  // One plain launch each of the square FP8 GEMM at 1 and 8 rows (skinny) and at 4096 rows (the
+  // tensor path, both weight layouts), for a profiler.
   DeviceBuffers buf;
   const int64_t n = 5120, k = 5120;
   DI_ASSIGN_OR_RETURN(uint8_t * w, buf.upload(random_bytes(static_cast<size_t>(n * k), 1, false)));
@@ -305,6 +306,20 @@ Status run_profile_launches() {
   DI_CUDA_RETURN_IF_ERROR(backend::cuda::quantize_fp8(x, 8, k, q, s, nullptr));
   for (int64_t m : {1, 8}) {
     DI_CUDA_RETURN_IF_ERROR(backend::cuda::skinny_gemm(q, s, m, dw, y, nullptr));
+  }
+  // The tensor path's prefill GEMM at 4096 rows, in its layout and on the row-major weights.
+  const int64_t mp = 4096;
+  DI_ASSIGN_OR_RETURN(float* xp, buf.upload(random_floats(static_cast<size_t>(mp * k), 4)));
+  DI_ASSIGN_OR_RETURN(uint16_t * xb, buf.alloc<uint16_t>(static_cast<size_t>(mp * k)));
+  DI_ASSIGN_OR_RETURN(float* yp, buf.alloc<float>(static_cast<size_t>(mp * n)));
+  DI_ASSIGN_OR_RETURN(uint8_t * wp, buf.alloc<uint8_t>(static_cast<size_t>(n * k)));
+  DI_CUDA_RETURN_IF_ERROR(backend::cuda::wgmma_bf16_permute(w, n, k, wp, nullptr));
+  DI_CUDA_RETURN_IF_ERROR(backend::cuda::quantize_fp8_bf16(xp, mp, k, xb, nullptr));
+  if (backend::cuda::wgmma_bf16_applies(dw)) {
+    const DeviceWeight dwp{WeightFormat::kFP8, n, k, wp, sc};
+    DI_CUDA_RETURN_IF_ERROR(backend::cuda::block_scaled_gemm_wgmma_bf16(xb, mp, dwp, yp, nullptr));
+    DI_CUDA_RETURN_IF_ERROR(
+        backend::cuda::block_scaled_gemm_wgmma_bf16_rowmajor(xb, mp, dw, yp, nullptr));
   }
   DI_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   return {};

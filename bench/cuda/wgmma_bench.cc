@@ -57,6 +57,12 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
   DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(M * N)));
   DI_ASSIGN_OR_RETURN(float* y2, buf.alloc<float>(static_cast<size_t>(M * N)));
   const DeviceWeight w{WeightFormat::kFP8, N, K, wd, wsd};
+  // The bf16 wgmma kernel reads its lane-order layout (CudaOps uploads weights that way).
+  DI_ASSIGN_OR_RETURN(
+      uint8_t * wpd,
+      buf.alloc<uint8_t>(static_cast<size_t>(backend::cuda::wgmma_bf16_layout_bytes(N, K))));
+  DI_CUDA_RETURN_IF_ERROR(backend::cuda::wgmma_bf16_permute(wd, N, K, wpd, nullptr));
+  const DeviceWeight wp{WeightFormat::kFP8, N, K, wpd, wsd};
   const double flops = 2.0 * M * N * K;
   const int iters = flops > 2e12 ? 3 : flops > 2e11 ? 5 : 20;
   DI_ASSIGN_OR_RETURN(uint16_t * xb, buf.alloc<uint16_t>(x.size()));
@@ -67,12 +73,19 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
   DI_CUDA_RETURN_IF_ERROR(backend::cuda::quantize_fp8_e4m3(xd, M, K, qa, sc, nullptr));
   // The tensor path on sm_90 (bf16 wgmma), then the FP8 wgmma path.
   DI_ASSIGN_OR_RETURN(double ms, mean_ms(iters, [&] {
-                        return backend::cuda::block_scaled_gemm_wgmma_bf16(xb, M, w, y, nullptr);
+                        return backend::cuda::block_scaled_gemm_wgmma_bf16(xb, M, wp, y, nullptr);
+                      }));
+  // The same kernel on the original row-major layout (before pgemm2), same bits.
+  DI_ASSIGN_OR_RETURN(double rm_ms, mean_ms(iters, [&] {
+                        return backend::cuda::block_scaled_gemm_wgmma_bf16_rowmajor(xb, M, w, y3,
+                                                                                    nullptr);
                       }));
   DI_ASSIGN_OR_RETURN(double fp8_ms, mean_ms(iters, [&] {
                         return backend::cuda::block_scaled_gemm_wg(qa, sc, M, w, y2, nullptr);
                       }));
-  std::string notes = "bf16";
+  char rmb[32];
+  std::snprintf(rmb, sizeof rmb, "row-major %.4f; bf16", rm_ms);
+  std::string notes = rmb;
   auto variants = [&](int n, auto&& launch) {
     for (int v = 0; v < n; ++v) {
       auto v_ms = mean_ms(iters, [&] { return launch(v); });
@@ -82,7 +95,7 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
     }
   };
   variants(backend::cuda::kWgmmaBf16Variants, [&](int v) {
-    return backend::cuda::block_scaled_gemm_wgmma_bf16(v, xb, M, w, y3, nullptr);
+    return backend::cuda::block_scaled_gemm_wgmma_bf16(v, xb, M, wp, y3, nullptr);
   });
   notes += "; fp8";
   variants(backend::cuda::kWgmmaGemmVariants, [&](int v) {
@@ -99,6 +112,10 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
   };
   std::string old = "-";
   if (old_too) {
+    DI_CUDA_RETURN_IF_ERROR(
+        backend::cuda::block_scaled_gemm_wgmma_bf16_rowmajor(xb, M, w, y3, nullptr));
+    DI_ASSIGN_OR_RETURN(double eq_rm, equal_pct(y, y3));
+    if (eq_rm != 100.0) notes += " [row-major bits differ!]";
     DI_ASSIGN_OR_RETURN(double o_ms, mean_ms(std::min(iters, 3), [&] {
                           return backend::cuda::block_scaled_gemm_tc(qa, sc, M, w, y3, nullptr);
                         }));

@@ -79,6 +79,10 @@ struct CudaOps::Impl {
   cudaStream_t stream = nullptr;
   std::unique_ptr<cuda::DeviceArena> arena;
   std::unordered_map<const uint8_t*, cuda_ops_detail::CachedWeight> weights;
+  // FP8 weights of the tensor path's bf16 wgmma GEMM in its lane-order layout (kernels.h,
+  // wgmma_bf16_permute), cached apart from `weights`: an op that reads the original layout gets
+  // its own upload (none does today for a weight that goes through `linear`).
+  std::unordered_map<const uint8_t*, cuda_ops_detail::CachedWeight> wgmma_weights;
   // Per MoE layer (keyed by its first expert's w1 bytes): device arrays of the experts' device
   // weight pointers, w1/w3/w2 data then scale, built once.
   std::unordered_map<const uint8_t*, const uint8_t* const*> expert_tables;
@@ -230,9 +234,60 @@ struct CudaOps::Impl {
     return d.data;
   }
 
+  // The weight in the bf16 wgmma kernel's layout, uploaded once: rows go through scratch in chunks
+  // and are permuted on the device, so the original layout never takes persistent memory.
+  Expected<cuda::DeviceWeight> wgmma_weight(const WeightView& w) {
+    const size_t data_bytes = cuda_ops_detail::weight_data_bytes(w),
+                 scale_bytes = cuda_ops_detail::weight_scale_bytes(w);
+    const uint64_t print = cuda_ops_detail::fingerprint(w.data, data_bytes) ^
+                           cuda_ops_detail::fingerprint(w.scale, scale_bytes) ^
+                           (static_cast<uint64_t>(w.out_features) << 20) ^
+                           static_cast<uint64_t>(w.in_features);
+    auto it = wgmma_weights.find(w.data);
+    if (it != wgmma_weights.end() && it->second.print == print) return it->second.dev;
+    DI_RETURN_IF_ERROR(interrupt_capture());  // the copies below include synchronous ones
+    if (profiler) {
+      DI_RETURN_IF_ERROR(profiler->begin("weight_upload", stream));
+    }
+    const int64_t N = w.out_features, K = w.in_features;
+    DI_ASSIGN_OR_RETURN(void* data, arena->alloc_persistent(
+                                        static_cast<size_t>(cuda::wgmma_bf16_layout_bytes(N, K))));
+    auto* out = static_cast<uint8_t*>(data);
+    // Chunks of whole 16-row groups, about 16 MiB each.
+    const int64_t chunk = std::max<int64_t>(16, (int64_t{16} << 20) / K / 16 * 16);
+    for (int64_t r0 = 0; r0 < N; r0 += chunk) {
+      const int64_t n = std::min(chunk, N - r0);
+      const size_t mark = arena->scratch_mark();
+      DI_ASSIGN_OR_RETURN(uint8_t * src, scratch<uint8_t>(static_cast<size_t>(n * K)));
+      DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(src, w.data + r0 * K, static_cast<size_t>(n * K),
+                                              cudaMemcpyHostToDevice, stream));
+      DI_CUDA_RETURN_IF_ERROR(cuda::wgmma_bf16_permute(src, n, K, out + r0 * K, stream));
+      // The next chunk's copy reuses the scratch after this permute on the same stream.
+      arena->scratch_reset(mark);
+    }
+    DI_ASSIGN_OR_RETURN(void* scale, arena->alloc_persistent(scale_bytes));
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(scale, w.scale, scale_bytes, cudaMemcpyHostToDevice));
+    const cuda::DeviceWeight d{w.format, N, K, out, static_cast<const uint8_t*>(scale)};
+    wgmma_weights[w.data] = {print, d};
+    if (profiler) {
+      DI_RETURN_IF_ERROR(profiler->end(stream));
+    }
+    return d;
+  }
+
   // y = x . w on device buffers (x [rows, cols], y [rows, w.out_features]), enqueued only.
   Status linear(
       const float* dx, int64_t rows, int64_t cols, const WeightView& w, float* dy, bool round) {
+    if (gemm == CudaGemm::kTensor &&
+        cuda::wgmma_bf16_applies({w.format, w.out_features, w.in_features, nullptr, nullptr})) {
+      // sm_90, FP8, K % 128 == 0: one kernel family for every M (batch invariance).
+      DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, wgmma_weight(w));
+      const size_t in = static_cast<size_t>(rows * cols);
+      DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(in));
+      DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_bf16(dx, rows, cols, xb, stream));
+      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_wgmma_bf16(xb, rows, dw, dy, stream));
+      return {};
+    }
     DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, weight(w));
     if (gemm == CudaGemm::kTensor && cuda::dense_bf16_tc_applies(dw)) {
       // The large BF16 products (the heads) on tensor cores for every M (dense_bf16_tc.cu). x is
@@ -270,11 +325,7 @@ struct CudaOps::Impl {
     const bool exact = gemm == CudaGemm::kExact || w.format == WeightFormat::kFP4;
     const bool skinny =
         exact && rows <= cuda_ops_detail::kSkinnyRowsExact && cuda::skinny_gemm_supports(rows, dw);
-    if (gemm == CudaGemm::kTensor && cuda::wgmma_bf16_applies(dw)) {  // sm_90, K % 128 == 0
-      DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(in));
-      DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_bf16(dx, rows, cols, xb, stream));
-      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_wgmma_bf16(xb, rows, dw, dy, stream));
-    } else if (!exact) {
+    if (!exact) {
       DI_ASSIGN_OR_RETURN(uint8_t * qa, scratch<uint8_t>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_e4m3(dx, rows, cols, qa, sc, stream));
       DI_CUDA_RETURN_IF_ERROR(gemm == CudaGemm::kWgmma

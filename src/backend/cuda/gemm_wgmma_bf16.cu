@@ -16,6 +16,10 @@
 // two block-sum register sets alternating per k32 block. Every output depends only on its row of
 // x and of w, whatever the tile: batch invariant (tested). The 128 x 128 tile loads each block's
 // A fragments before promoting the block two back (kAhead; docs/notes/cuda-kernels.md "pgemm").
+// The weights come in the lane-order layout of wgmma_bf16_layout.cu (pgemm2): a lane's A
+// fragments of one k32 block are 16 contiguous bytes, one conflict-free 128-bit shared load
+// instead of eight 16-bit ones and their swizzle addressing; the original (swizzled row-major)
+// layout stays as a reference entry point with the same bits.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -67,11 +71,11 @@ __device__ __forceinline__ void wgmma_bt(float (&d)[BT / 2],
   }
 }
 
-// Two e4m3 values (low byte first, in a 32-bit register) to bf16x2, exactly: e4m3 -> f16 is exact,
+// Two e4m3 values (low byte first, in a 16-bit register) to bf16x2, exactly: e4m3 -> f16 is exact,
 // and so is f16 -> f32 -> bf16 for values of 4 significant bits.
-__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t v) {
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v) {
   uint32_t h;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(static_cast<uint16_t>(v)));
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(v));
   __half2 h2;
   memcpy(&h2, &h, 4);
   const __nv_bfloat162 b = __float22bfloat162_rn(__half22float2(h2));
@@ -79,16 +83,27 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t v) {
   memcpy(&r, &b, 4);
   return r;
 }
+
+// The four ue8m0 weight scales of a K stage (one 32-bit word) as floats, without branches.
+__device__ __forceinline__ void decode_scales(uint32_t wv, float (&ws)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t b = (wv >> (8 * i)) & 0xffu;
+    const uint32_t bits = b == 0 ? 0x00400000u : b == 255 ? 0x7fc00000u : b << 23;
+    ws[i] = __uint_as_float(bits);  // e8m0_to_float
+  }
+}
 #endif
 
-// tw: e4m3 weights [N, K]; tx: bf16 activations (q * scale) [rows, K]; wscale: ue8m0
-// [ceil(N/32), K/32]; y: [rows, N] (bf16 values). K % 128 == 0. kAhead: per stage, both block-sum
-// sets' first wgmmas issued, then per block: wait for the older one, load and convert the A
-// fragments of the block after next, promote, issue it; otherwise the A fragments are loaded after
-// the promotion. (The same operations; the early loads and conversions overlap the 64 FFMAs. Worth
-// 6-9 % on the 128 x 128 tile, nothing measurable on the small ones, which keep the order they
-// were measured with.)
-template <int CONS, int BT, int ST, bool kAhead>
+// tw: e4m3 weights [N, K] (kPerm: wgmma_bf16_permute's layout, [N rounded up to 16, K]); tx: bf16
+// activations (q * scale) [rows, K]; wscale: ue8m0 [ceil(N/32), K/32]; y: [rows, N] (bf16 values).
+// K % 128 == 0. kAhead: per stage, both block-sum sets' first wgmmas issued, then per block: wait
+// for the older one, load and convert the A fragments of the block after next, promote, issue it;
+// otherwise the A fragments are loaded after the promotion. (The same operations; the early loads
+// and conversions overlap the 64 FFMAs. Worth 6-9 % on the 128 x 128 tile with the row-major
+// layout (the small tiles keep the order they were measured with); with the lane-order one the
+// two orders measure the same (pgemm2).)
+template <int CONS, int BT, int ST, bool kAhead, bool kPerm>
 __global__ void __launch_bounds__(128 * (CONS + 1), 1)
     wgmma_bf16_block_scaled(const __grid_constant__ CUtensorMap tw,
                             const __grid_constant__ CUtensorMap tx,
@@ -140,31 +155,52 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32, q = lane % 4, g8 = lane / 4;
   const int orow = (wgi - 1) * 64 + warp * 16 + g8;  // tile row (feature) of d[4j+0/1]; +8
   // Rows orow and orow + 8 lie in one 32-row weight-scale block.
-  const int og = (n0 + (wgi - 1) * 64 + warp * 16) / 32;
-  const bool og_ok = og < (N + 31) / 32;
+  // Warps past the last scale row (their features are >= N and never stored) read the last one,
+  // so that the scale loads need no condition.
+  const int og = min((n0 + (wgi - 1) * 64 + warp * 16) / 32, (N + 31) / 32 - 1);
   const uint32_t* wrow =
       reinterpret_cast<const uint32_t*>(wscale + static_cast<int64_t>(og) * nblk);
   float acc[R], s0[R], s1[R];
 #pragma unroll
   for (int i = 0; i < R; ++i) acc[i] = s0[i] = s1[i] = 0.0f;
-  uint32_t wv = 0, wv_next = og_ok ? __ldg(wrow) : 0u;  // 4 blocks' scales per 32-bit word
+  float ws[4];                     // the current stage's 4 block scales, decoded once per stage
+  uint32_t wv_next = __ldg(wrow);  // 4 blocks' scales per 32-bit word
 
-  // A fragments (mma.m16n8k16 layout) of k16 step h of block kk from the swizzled e4m3 tile:
-  // 16-byte chunk j of row r sits at chunk j ^ (r % 8), and r % 8 = g8 for both of our rows.
-  auto frag = [&](int slot, int kk, int h, uint32_t(&a)[4]) {
-    const uint8_t* r0 = base_ptr + (w_at(slot) - base) + orow * kStageK;
-    const int c = (((2 * kk + h) ^ g8) << 4) + 2 * q;
-    a[0] = e4m3x2_to_bf16x2(*reinterpret_cast<const uint16_t*>(r0 + c));
-    a[1] = e4m3x2_to_bf16x2(*reinterpret_cast<const uint16_t*>(r0 + 8 * kStageK + c));
-    a[2] = e4m3x2_to_bf16x2(*reinterpret_cast<const uint16_t*>(r0 + c + 8));
-    a[3] = e4m3x2_to_bf16x2(*reinterpret_cast<const uint16_t*>(r0 + 8 * kStageK + c + 8));
+  // A fragments (mma.m16n8k16 layout) of block kk, both k16 halves. kPerm: this lane's 16 bytes,
+  // (row g8: k 2q, 2q+1, 2q+8, 2q+9; the same + 16; row g8 + 8: likewise) at 512 kk + 16 lane of
+  // the warp's 2048 bytes. Otherwise 16-bit loads from the swizzled e4m3 tile: 16-byte chunk j of
+  // row r sits at chunk j ^ (r % 8), and r % 8 = g8 for both of our rows.
+  const uint8_t* const wlane = base_ptr + 2048 * ((wgi - 1) * 4 + warp) + 16 * lane;
+  auto frag = [&](int slot, int kk, uint32_t(&a0)[4], uint32_t(&a1)[4]) {
+    if constexpr (kPerm) {
+      const uint4 v = *reinterpret_cast<const uint4*>(wlane + slot * C::kStage + 512 * kk);
+      a0[0] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x));
+      a0[2] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16));
+      a1[0] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y));
+      a1[2] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16));
+      a0[1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.z));
+      a0[3] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.z >> 16));
+      a1[1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.w));
+      a1[3] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.w >> 16));
+    } else {
+      const uint8_t* r0 = base_ptr + (w_at(slot) - base) + orow * kStageK;
+      auto ld = [&](int off) { return *reinterpret_cast<const uint16_t*>(r0 + off); };
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        uint32_t(&a)[4] = h ? a1 : a0;
+        const int c = (((2 * kk + h) ^ g8) << 4) + 2 * q;
+        a[0] = e4m3x2_to_bf16x2(ld(c));
+        a[1] = e4m3x2_to_bf16x2(ld(8 * kStageK + c));
+        a[2] = e4m3x2_to_bf16x2(ld(c + 8));
+        a[3] = e4m3x2_to_bf16x2(ld(8 * kStageK + c + 8));
+      }
+    }
   };
   // Block g's A fragments (both k16 halves); without kAhead after waiting for its stage.
   auto load_a = [&](int g, uint32_t(&a0)[4], uint32_t(&a1)[4]) {
     const int st = g >> 2, kk = g & 3, slot = st % ST;
     if (kk == 0 && !kAhead) mbar::wait(full(slot), (st / ST) & 1);
-    frag(slot, kk, 0, a0);
-    frag(slot, kk, 1, a1);
+    frag(slot, kk, a0, a1);
   };
   auto mma = [&](int g, float(&S)[R], const uint32_t(&a0)[4], const uint32_t(&a1)[4]) {
     const int st = g >> 2, kk = g & 3, slot = st % ST;
@@ -184,12 +220,11 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
     wg::fence_regs(S);
     const int st = g >> 2, kk = g & 3, slot = st % ST;
     if (kk == 0) {
-      wv = wv_next;
-      wv_next = (og_ok && st + 1 < num_stages) ? __ldg(wrow + st + 1) : 0u;
+      decode_scales(wv_next, ws);
+      wv_next = __ldg(wrow + min(st + 1, num_stages - 1));
     }
-    const float ws = e8m0_to_float(static_cast<uint8_t>(wv >> (8 * kk)));
 #pragma unroll
-    for (int i = 0; i < R; ++i) acc[i] = __fmaf_rn(S[i], ws, acc[i]);
+    for (int i = 0; i < R; ++i) acc[i] = __fmaf_rn(S[i], ws[kk], acc[i]);
     if (kk == 3) mbar::arrive(empty(slot));
   };
 
@@ -248,7 +283,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
 #endif
 }
 
-template <int CONS, int BT, int ST, bool kAhead>
+template <int CONS, int BT, int ST, bool kAhead, bool kPerm = true>
 cudaError_t launch(
     const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
   using C = Bf16Config<CONS, BT, ST>;
@@ -256,14 +291,16 @@ cudaError_t launch(
                  N = static_cast<uint64_t>(w.out_features);
   const uint64_t M = static_cast<uint64_t>(rows);
   CUtensorMap tw{}, tx{};
-  cudaError_t e = make_tensor_map_2d(&tw, CU_TENSOR_MAP_DATA_TYPE_UINT8, w.data, K, N, K, kStageK,
-                                     C::kBO, CU_TENSOR_MAP_SWIZZLE_128B);
+  // The lane-order layout is padded to whole 16-row groups and read without a swizzle.
+  cudaError_t e = make_tensor_map_2d(
+      &tw, CU_TENSOR_MAP_DATA_TYPE_UINT8, w.data, K, kPerm ? (N + 15) / 16 * 16 : N, K, kStageK,
+      C::kBO, kPerm ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B);
   if (e == cudaSuccess) {
     e = make_tensor_map_2d(&tx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, xb, K, M, 2 * K, 64, BT,
                            CU_TENSOR_MAP_SWIZZLE_128B);
   }
   if (e != cudaSuccess) return e;
-  auto* k = wgmma_bf16_block_scaled<CONS, BT, ST, kAhead>;
+  auto* k = wgmma_bf16_block_scaled<CONS, BT, ST, kAhead, kPerm>;
   e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (e != cudaSuccess) return e;
   const uint64_t token_tiles = (M + BT - 1) / BT;
@@ -331,11 +368,21 @@ cudaError_t block_scaled_gemm_wgmma_bf16(int variant,
       return launch<1, 32, 8, false>(xb, rows, w, y, s);
     case 3:
       return launch<1, 8, 8, false>(xb, rows, w, y, s);  // decode: 64 features x 8 tokens
-    case 4:
-      return launch<2, 128, 4, false>(xb, rows, w, y, s);  // variant 0 before kAhead
+    case 4:  // 0 with the A fragments loaded after the promotion (without kAhead)
+      return launch<2, 128, 4, false>(xb, rows, w, y, s);
     default:
       return cudaErrorInvalidValue;
   }
+}
+
+cudaError_t block_scaled_gemm_wgmma_bf16_rowmajor(
+    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
+  if (rows == 0 || w.out_features == 0) return cudaSuccess;
+  if (rows > (int64_t{1} << 30) || reinterpret_cast<uintptr_t>(xb) % 16 != 0) {
+    return cudaErrorInvalidValue;
+  }
+  if (!wgmma_bf16_applies(w)) return cudaErrorNotSupported;
+  return launch<2, 128, 4, true, false>(xb, rows, w, y, s);  // variant 0, row-major weights
 }
 
 cudaError_t block_scaled_gemm_wgmma_bf16(

@@ -258,16 +258,28 @@ cudaError_t block_scaled_gemm_wg(const uint8_t* qa,
 cudaError_t quantize_fp8_bf16(
     const float* x, int64_t rows, int64_t cols, uint16_t* xb, cudaStream_t s);
 // Whether the bf16 wgmma kernel takes this weight here: an sm_90 device, FP8, K % 128 == 0,
-// aligned data. xb must be 16-byte aligned.
+// aligned data (null pointers pass: a shape check before upload). xb must be 16-byte aligned.
 bool wgmma_bf16_applies(const DeviceWeight& w);
-// y = the block-scaled product from quantize_fp8_bf16's xb; the tile by M, or one configuration
-// by number (0..kWgmmaBf16Variants-1: 128 features x {128, 64} tokens, 64 x {32, 8}; 4 is 0 with
-// the A fragments loaded after the promotion, for comparison). All give the same bits.
+// The kernel's weight layout (wgmma_bf16_layout.cu): the bytes of each 16 rows x 128 K in the
+// order its lanes read them, rows padded with zeros to a multiple of 16. w: e4m3 [rows, K] on the
+// device, K % 128 == 0; out: wgmma_bf16_layout_bytes(rows, K) bytes, 4-byte aligned. Chunks of
+// rows starting at multiples of 16 may be permuted separately (out + first_row * K).
+int64_t wgmma_bf16_layout_bytes(int64_t rows, int64_t K);
+cudaError_t wgmma_bf16_permute(
+    const uint8_t* w, int64_t rows, int64_t K, uint8_t* out, cudaStream_t s);
+// y = the block-scaled product from quantize_fp8_bf16's xb, w.data in wgmma_bf16_permute's layout
+// (w.scale as stored); the tile by M, or one configuration by number (0..kWgmmaBf16Variants-1:
+// 128 features x {128, 64} tokens, 64 x {32, 8}; 4 is 0 with the A fragments loaded after the
+// promotion, for comparison). All give the same bits.
 cudaError_t block_scaled_gemm_wgmma_bf16(
     const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
 inline constexpr int kWgmmaBf16Variants = 5;
 cudaError_t block_scaled_gemm_wgmma_bf16(
     int variant, const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
+// The same product from the original row-major weights (the 128 x 128 tile as it was before the
+// lane-order layout): the same bits; the reference in tests and the benchmark.
+cudaError_t block_scaled_gemm_wgmma_bf16_rowmajor(
+    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
 // act_quant with e4m3 bytes out: the values and scales of quantize_fp8, bit for bit.
 cudaError_t quantize_fp8_e4m3(
     const float* x, int64_t rows, int64_t cols, uint8_t* qa, float* scales, cudaStream_t s);

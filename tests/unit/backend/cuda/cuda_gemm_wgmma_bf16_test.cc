@@ -91,15 +91,17 @@ TEST_F(CudaWgmmaBf16Test, BatchInvariantThroughCudaOps) {
   }
 }
 
-// Direct launches on a NaN-poisoned output: each variant the same bits as variant 0 (whole batch
-// and a 5-row slice). Prints how many outputs equal the mma.sync kernel's and the FP8 wgmma's.
+// Direct launches on a NaN-poisoned output: each variant, on the lane-order weight layout, the same
+// bits as the kernel on the original row-major weights (whole batch and a 5-row slice; N = 200 is
+// not a multiple of 16, so the layout's padding is exercised). Prints how many outputs equal the
+// mma.sync kernel's and the FP8 wgmma's.
 TEST_F(CudaWgmmaBf16Test, AllVariantsGiveTheSameBits) {
   const int64_t rows = 300, out = 200, in = 1280;
   RandomWeight w = random_weight(WeightFormat::kFP8, out, in, 21);
   auto x = random_rows(static_cast<size_t>(rows * in), 23);
   const size_t nx = x.size(), ny = static_cast<size_t>(rows * out);
   float *dx = nullptr, *sc = nullptr, *y = nullptr, *q = nullptr;
-  uint8_t *qa = nullptr, *wd = nullptr, *ws = nullptr;
+  uint8_t *qa = nullptr, *wd = nullptr, *ws = nullptr, *wp = nullptr;
   uint16_t* xb = nullptr;
   ASSERT_EQ(cudaMalloc(&dx, nx * 4), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&q, nx * 4), cudaSuccess);
@@ -109,10 +111,17 @@ TEST_F(CudaWgmmaBf16Test, AllVariantsGiveTheSameBits) {
   ASSERT_EQ(cudaMalloc(&y, ny * 4), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&wd, w.data.size()), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&ws, w.scale.size()), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&wp, static_cast<size_t>(cuda::wgmma_bf16_layout_bytes(out, in))),
+            cudaSuccess);
   (void)cudaMemcpy(dx, x.data(), nx * 4, cudaMemcpyHostToDevice);
   (void)cudaMemcpy(wd, w.data.data(), w.data.size(), cudaMemcpyHostToDevice);
   (void)cudaMemcpy(ws, w.scale.data(), w.scale.size(), cudaMemcpyHostToDevice);
-  const cuda::DeviceWeight dw{WeightFormat::kFP8, out, in, wd, ws};
+  const cuda::DeviceWeight dw{WeightFormat::kFP8, out, in, wd, ws},
+      dwp{WeightFormat::kFP8, out, in, wp, ws};
+  // In two chunks of rows (96 + 104), as CudaOps uploads large weights.
+  ASSERT_EQ(cuda::wgmma_bf16_permute(wd, 96, in, wp, nullptr), cudaSuccess);
+  ASSERT_EQ(cuda::wgmma_bf16_permute(wd + 96 * in, out - 96, in, wp + 96 * in, nullptr),
+            cudaSuccess);
   ASSERT_EQ(cuda::quantize_fp8_bf16(dx, rows, in, xb, nullptr), cudaSuccess);
   ASSERT_EQ(cuda::quantize_fp8(dx, rows, in, q, sc, nullptr), cudaSuccess);
   // The folded activations are q * scale exactly.
@@ -126,19 +135,19 @@ TEST_F(CudaWgmmaBf16Test, AllVariantsGiveTheSameBits) {
   EXPECT_EQ(bad, 0u) << "bf16 activations vs q * scale";
   std::vector<float> ref(ny), got(ny);
   (void)cudaMemset(y, 0xff, ny * 4);
-  ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16(0, xb, rows, dw, y, nullptr), cudaSuccess);
+  ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16_rowmajor(xb, rows, dw, y, nullptr), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(ref.data(), y, ny * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   size_t nan = 0;
   for (float v : ref) nan += std::isnan(v);
-  EXPECT_EQ(nan, 0u) << "variant 0 left outputs unwritten";
+  EXPECT_EQ(nan, 0u) << "the row-major kernel left outputs unwritten";
   const int64_t r0 = 7;
   for (int v = 0; v < cuda::kWgmmaBf16Variants; ++v) {
     (void)cudaMemset(y, 0xff, ny * 4);
-    ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16(v, xb, rows, dw, y, nullptr), cudaSuccess);
+    ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16(v, xb, rows, dwp, y, nullptr), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(got.data(), y, ny * 4, cudaMemcpyDeviceToHost), cudaSuccess);
     expect_bitwise(got, ref, ("variant " + std::to_string(v) + ", whole batch").c_str());
     (void)cudaMemset(y, 0xff, ny * 4);
-    ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16(v, xb + r0 * in, 5, dw, y, nullptr), cudaSuccess);
+    ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16(v, xb + r0 * in, 5, dwp, y, nullptr), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(got.data(), y, static_cast<size_t>(5 * out) * 4, cudaMemcpyDeviceToHost),
               cudaSuccess);
     expect_bitwise(std::vector<float>(got.begin(), got.begin() + 5 * out),
@@ -158,7 +167,7 @@ TEST_F(CudaWgmmaBf16Test, AllVariantsGiveTheSameBits) {
   }
   for (void* p : {static_cast<void*>(dx), static_cast<void*>(q), static_cast<void*>(sc),
                   static_cast<void*>(qa), static_cast<void*>(xb), static_cast<void*>(y),
-                  static_cast<void*>(wd), static_cast<void*>(ws)}) {
+                  static_cast<void*>(wd), static_cast<void*>(ws), static_cast<void*>(wp)}) {
     (void)cudaFree(p);
   }
 }
