@@ -246,15 +246,12 @@ Status bench_case(const Case& c,
               byte_ms, flop_ms, floor_ms, floor_ms / ms, bytes / (ms * 1e-3) / 1e9,
               flops / (ms * 1e-3) / 1e12, split.c_str());
   if (ablations) {  // stages left out, auto heads per block: where the time goes
-    // The wgmma kernel where the device has it (else the automatic mma.sync choice).
-    const int ablate_wgmma = time_case(sets, 0, 1, 0, 1, 2).has_value() ? 2 : 0;
-    std::string line = ablate_wgmma ? " [wgmma]" : "";
-    for (int m : {1, 2, 4, 7, 8}) {
-      if (m >= 8 && !ablate_wgmma) break;  // bit 3: a wgmma-kernel variant
-      DI_ASSIGN_OR_RETURN(double v, time_case(sets, 0, iters, m, 1, ablate_wgmma));
+    std::string line;
+    for (int m : {1, 2, 4, 7}) {
+      DI_ASSIGN_OR_RETURN(double v, time_case(sets, 0, iters, m));
       char s[80];
-      std::snprintf(s, sizeof s, " %s%s%s%s %.4f ms;", m & 1 ? "-load" : "", m & 2 ? "-decode" : "",
-                    m & 4 ? "-mma" : "", m & 8 ? "-l2prefetch" : "", v);
+      std::snprintf(s, sizeof s, " %s%s%s %.4f ms;", m & 1 ? "-load" : "", m & 2 ? "-decode" : "",
+                    m & 4 ? "-mma" : "", v);
       line += s;
     }
     ablation_lines.push_back(std::string(c.prefill ? "prefill" : "decode") +
