@@ -128,11 +128,13 @@ Expected<double> time_case(std::vector<SparseAttentionFp8Args>& sets,
                            int heads,
                            int iters,
                            int ablate = 0,
-                           int split = 0) {
+                           int split = 0,
+                           int wgmma = 0) {
   for (auto& a : sets) {
     a.heads_per_block = heads;
     a.ablate = ablate;
     a.split = split;
+    a.wgmma = wgmma;
   }
   double warm = 0;
   for (int i = 0; i < 500 && warm < 30.0; ++i) {
@@ -230,15 +232,24 @@ Status bench_case(const Case& c,
     std::snprintf(s, sizeof s, " / split %.4f", v);
     split += s;
   }
+  {  // the automatic choice without the wgmma kernel, and the wgmma kernel forced
+    DI_ASSIGN_OR_RETURN(double v, time_case(sets, 0, iters, 0, 0, 1));
+    char s[64];
+    std::snprintf(s, sizeof s, " / no-wgmma %.4f", v);
+    split += s;
+    Expected<double> w = time_case(sets, 0, iters, 0, 1, 2);
+    std::snprintf(s, sizeof s, " / wgmma %s", w.has_value() ? std::to_string(*w).c_str() : "-");
+    split += s;
+  }
   std::printf("| %s T=%lld win=%d sel=%d | %.4f | %.4f | %.4f | %.4f | %.3f | %.0f | %.0f | %s |\n",
               c.prefill ? "prefill" : "decode", static_cast<long long>(T), c.win, c.extra, ms,
               byte_ms, flop_ms, floor_ms, floor_ms / ms, bytes / (ms * 1e-3) / 1e9,
               flops / (ms * 1e-3) / 1e12, split.c_str());
   if (ablations) {  // stages left out, auto heads per block: where the time goes
     std::string line;
-    for (int m : {1, 2, 4, 3, 5, 6}) {
+    for (int m : {1, 2, 4, 7}) {
       DI_ASSIGN_OR_RETURN(double v, time_case(sets, 0, iters, m));
-      char s[48];
+      char s[80];
       std::snprintf(s, sizeof s, " %s%s%s %.4f ms;", m & 1 ? "-load" : "", m & 2 ? "-decode" : "",
                     m & 4 ? "-mma" : "", v);
       line += s;

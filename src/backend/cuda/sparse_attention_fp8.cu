@@ -14,6 +14,7 @@
 #include "backend/cuda/sparse_attention_fp8.h"
 #include "backend/cuda/sparse_attention_split.h"
 #include "backend/cuda/sparse_attention_steps.cuh"
+#include "backend/cuda/sparse_attention_wgmma.h"
 
 namespace di::backend::cuda {
 
@@ -60,16 +61,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int num_win = a.num_indices, num_keys = a.num_indices + a.num_extra;
   const int num_blocks = (num_keys + kBlockKeys - 1) / kBlockKeys;
 
-  for (int j = threadIdx.x; j < num_keys; j += kThreads) {
-    idx[j] = j < num_win ? a.indices[static_cast<int64_t>(t) * num_win + j]
-                         : a.extra_indices[static_cast<int64_t>(t) * a.num_extra + j - num_win];
-  }
-  __syncthreads();
+  // Q's copies first: they do not wait for the indices.
   const uint8_t* qg = reinterpret_cast<const uint8_t*>(
       a.q + (static_cast<int64_t>(t) * kAttnHeads + head0) * kKvDim);
   for (int u = threadIdx.x; u < H * 64; u += kThreads) {
     cp_async16(qs + swz(u / 64, u % 64, 64), qg + u * 16, 16);
   }
+  attn::stage_indices(idx, a, t);
+  __syncthreads();
   const bool do_load = !(a.ablate & 1), do_decode = !(a.ablate & 2), do_mma = !(a.ablate & 4);
   if (do_load) attn::load_block(raw, idx, 0, num_win, num_keys, a);
   cp_async_commit();
@@ -163,6 +162,12 @@ cudaError_t sparse_attention_fp8(const SparseAttentionFp8Args& a, cudaStream_t s
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (e != cudaSuccess) return e;
   if (major < 8) return cudaErrorNotSupported;
+  // The wgmma kernel only when asked for: same bits, but slower than the 64-head mma.sync kernel
+  // on the H200 (docs/benchmarks.md, "sparse attention on wgmma").
+  if (a.wgmma == 2) {
+    return sparse_attention_wgmma_supported(major) ? sparse_attention_wgmma(a, stream)
+                                                   : cudaErrorNotSupported;
+  }
   if (keys > 0 && a.split != 1 && a.workspace && a.ablate == 0 &&
       a.workspace_bytes >= sparse_attention_fp8_workspace_bytes(a.num_queries, keys) &&
       (a.split == 2 || a.num_queries <= kAttnSplitMaxQueries)) {

@@ -55,8 +55,14 @@ struct SparseAttentionFp8Args {
   // 0: split path when num_queries <= kAttnSplitMaxQueries and the workspace suffices; 1: never;
   // 2: whenever the workspace suffices (tests and the benchmark).
   int split = 0;
+  // The sm_90a wgmma kernel (sparse_attention_wgmma.cu: 64 heads per block, decode of the next
+  // key block overlapping the tensor cores; same bits as the one-block kernel, tested). 2 runs it
+  // (cudaErrorNotSupported off sm_90; heads_per_block and split are then ignored); 0 and 1 do
+  // not: it is slower than the mma.sync kernel today (docs/benchmarks.md).
+  int wgmma = 0;
   // Benchmark only (time a stage by leaving it out; the output is then garbage): bit 0 skips
-  // the KV loads, bit 1 the decode, bit 2 the MMAs. 0 in every real call.
+  // the KV loads, bit 1 the decode, bit 2 the MMAs; bit 3 leaves out the wgmma kernel's L2
+  // prefetch (same output). 0 in every real call.
   int ablate = 0;
 };
 

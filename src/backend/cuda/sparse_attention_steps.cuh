@@ -14,6 +14,7 @@
 #include "backend/cuda/mma_bf16.cuh"
 #include "backend/cuda/mma_e4m3.cuh"
 #include "backend/cuda/sparse_attention_fp8.h"
+#include "backend/cuda/wgmma_ptx.cuh"
 
 namespace di::backend::cuda::attn {
 
@@ -32,6 +33,28 @@ struct Split {
   static constexpr int kKeysPerWarp = kBlockKeys / kWk;
   static constexpr int kNtS = kKeysPerWarp / 8;  // S n-tiles per warp
 };
+
+// Copies query t's key indices (window, then extra) to shared memory idx[num_keys], four loads in
+// flight per thread (one global round trip for up to 4 * kThreads keys, not one per kThreads).
+__device__ __forceinline__ void stage_indices(int32_t* idx,
+                                              const SparseAttentionFp8Args& a,
+                                              int64_t t) {
+  const int num_win = a.num_indices, num_keys = a.num_indices + a.num_extra;
+  for (int j0 = threadIdx.x; j0 < num_keys; j0 += 4 * kThreads) {
+    int32_t v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int j = j0 + u * kThreads;
+      v[u] = j >= num_keys ? 0
+             : j < num_win ? a.indices[t * num_win + j]
+                           : a.extra_indices[t * a.num_extra + j - num_win];
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      if (j0 + u * kThreads < num_keys) idx[j0 + u * kThreads] = v[u];
+    }
+  }
+}
 
 // Issues the cp.async copies of one key block's stored rows into `raw`. bidx: the block's 64
 // indices; j0: the block's first key (keys >= num_win are FP4 rows).
@@ -163,8 +186,10 @@ __device__ __forceinline__ void block_scores(float (&s)[kNtS][4],
 // P = bf16(2^(s - max)) into the [H][8 chunks] tile ps, and the denominators. Each block's sum is
 // taken in one fixed order for any tiling (8-key groups by the same shuffles into red_sum [H][8],
 // then the 8 groups in a fixed tree), so a head's bits do not depend on the split. Contains two
-// __syncthreads: every thread calls it.
-template <int H, int kNtS>
+// __syncthreads: every thread calls it. resc_out (optional): the rescale per head [H], written
+// by the wk == 0 warps before the second barrier. kAsyncP: P is read by wgmma (the async proxy),
+// so the writers fence before the barrier.
+template <int H, int kNtS, bool kAsyncP = false>
 __device__ __forceinline__ void block_softmax(float (&s)[kNtS][4],
                                               float (&m_run)[2],
                                               float (&l_run)[2],
@@ -174,7 +199,8 @@ __device__ __forceinline__ void block_softmax(float (&s)[kNtS][4],
                                               uint8_t* ps,
                                               int rg,
                                               int wk,
-                                              int key0) {
+                                              int key0,
+                                              float* resc_out = nullptr) {
   constexpr int kWk = Split<H>::kWk;
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2, tq = lane & 3;
@@ -225,6 +251,11 @@ __device__ __forceinline__ void block_softmax(float (&s)[kNtS][4],
     *reinterpret_cast<uint32_t*>(ps + c0) = pack_bf16(p[0], p[1]);
     *reinterpret_cast<uint32_t*>(ps + c1) = pack_bf16(p[2], p[3]);
   }
+  if (resc_out != nullptr && wk == 0 && tq == 0) {
+    resc_out[row0] = rescale[0];
+    resc_out[row1] = rescale[1];
+  }
+  if constexpr (kAsyncP) wg::fence_proxy_async();
   __syncthreads();
 #pragma unroll
   for (int r = 0; r < 2; ++r) {

@@ -46,6 +46,12 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
 }
 
+// Orders this thread's generic-proxy shared-memory writes (st.shared, cp.async) before later
+// async-proxy reads (wgmma operands) once a barrier has been passed.
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 // Keeps the compiler from moving reads of an accumulator across a wgmma fence or wait: the
 // tensor core writes these registers asynchronously, which the compiler cannot see.
 template <int R>
@@ -182,6 +188,26 @@ __device__ __forceinline__ void wgmma_m64n128k16_bf16_rs(float (&d)[64],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
 }
 
+// D[64 x 32] (+)= A[64 x 16] . B[32 x 16]^T in fp32 from bf16, both K-major shared tiles
+// (desc_sw128); D's layout as above.
+__device__ __forceinline__ void wgmma_m64n32k16_bf16_ss(float (&d)[16],
+                                                        uint64_t a,
+                                                        uint64_t b,
+                                                        int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, "
+      "%9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15])
+      : "l"(a), "l"(b), "r"(scale_d));
+}
+
 #endif  // DI_WGMMA_ENABLED
+
+#if !DI_WGMMA_ENABLED
+__device__ __forceinline__ void fence_proxy_async() {}  // callers' wgmma paths are compiled out
+#endif
 
 }  // namespace di::backend::cuda::wg

@@ -46,6 +46,16 @@ class SparseAttentionFp8Test : public ::testing::Test {
     EXPECT_EQ(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
     return h;
   }
+  // Runs args with the wgmma kernel forced; true when the device lacks it or its output bits
+  // equal `expect` (args.out is overwritten).
+  bool wgmma_bits(SparseAttentionFp8Args args, const std::vector<uint16_t>& expect) {
+    args.wgmma = 2;
+    args.split = 1;
+    const cudaError_t e = sparse_attention_fp8(args, nullptr);
+    if (e == cudaErrorNotSupported) return true;
+    EXPECT_EQ(e, cudaSuccess);
+    return download(args.out, expect.size()) == expect;
+  }
   std::vector<void*> ptrs_;
 };
 
@@ -252,6 +262,8 @@ TEST_F(SparseAttentionFp8Test, MatchesCpuReferenceWithinTolerance) {
     const auto gpu_bits = download(dp.args.out, static_cast<size_t>(p.T * H * D));
     EXPECT_TRUE(split_bits == gpu_bits)
         << "split path differs, T=" << c.T << " win=" << c.win << " extra=" << c.extra;
+    dp.args.wgmma = 1;  // the mma.sync kernel above; the wgmma kernel (sm_90 only) must match
+    EXPECT_TRUE(wgmma_bits(dp.args, gpu_bits)) << "wgmma kernel differs, T=" << c.T;
     const auto cpu = cpu_reference(p, dp, dp.args.softmax_scale);
     // Tolerance: the sums inside the MMAs run in another order than the CPU's 8-lane dots and the
     // exp is ex2.approx, so an fp32 logit or p can differ in its last bits; that moves a bf16
@@ -300,6 +312,7 @@ TEST_F(SparseAttentionFp8Test, OutputBitsDoNotDependOnBatchOrHeadSplit) {
     outs.push_back(download(dp.args.out, n));
   }
   for (size_t v = 1; v < outs.size(); ++v) EXPECT_TRUE(outs[v] == outs[0]) << "variant " << v;
+  EXPECT_TRUE(wgmma_bits(dp.args, outs[0])) << "wgmma kernel";
   // Queries alone (T = 1: the split path, automatic; then one block, 64 heads per block)
   // against the batch of 40.
   for (int64_t t : {0, 7, 39}) {
@@ -316,8 +329,42 @@ TEST_F(SparseAttentionFp8Test, OutputBitsDoNotDependOnBatchOrHeadSplit) {
       const auto alone = download(one.out, static_cast<size_t>(H * D));
       EXPECT_TRUE(std::equal(alone.begin(), alone.end(), outs[0].begin() + t * H * D))
           << "query " << t << " split " << split;
+      EXPECT_TRUE(wgmma_bits(one, alone)) << "query " << t << " alone, wgmma kernel";
     }
   }
+}
+
+// The wgmma kernel against the mma.sync kernel (64 heads per block), bitwise, over shapes that
+// cover mixed FP8/FP4 key blocks, partial and empty blocks, empty slots, no keys, many blocks,
+// fresh rows, and several batch sizes.
+TEST_F(SparseAttentionFp8Test, WgmmaKernelMatchesMmaSyncBitwise) {
+  struct Case {
+    int64_t T;
+    int win, extra;
+  };
+  int cases = 0;
+  for (const Case c : {Case{1, 128, 512}, Case{2, 70, 33}, Case{7, 0, 100}, Case{3, 128, 0},
+                       Case{2, 1, 1}, Case{40, 64, 64}, Case{5, 200, 300}, Case{2, 128, 2048},
+                       Case{3, 0, 0}, Case{133, 128, 512}, Case{9, 100, 4}}) {
+    for (uint32_t seed : {1u, 2u}) {
+      const Problem p = make_problem(c.T, c.win, c.extra, seed * 7 + static_cast<uint32_t>(c.T));
+      DeviceProblem dp = upload_problem(this, p, seed + static_cast<uint32_t>(c.extra));
+      if (seed == 2 && p.pool8 > 200) {  // rows >= 200 through fresh_kv (the same bytes)
+        dp.args.fresh_from = 200;
+        dp.args.fresh_kv = dp.kv + 200 * kKvFp8RowBytes;
+      }
+      dp.args.split = 1;
+      dp.args.wgmma = 1;
+      dp.args.heads_per_block = 64;
+      ASSERT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaSuccess);
+      const auto ref = download(dp.args.out, static_cast<size_t>(p.T * H * D));
+      dp.args.out = upload(std::vector<uint16_t>(ref.size(), 0x7fc1));
+      EXPECT_TRUE(wgmma_bits(dp.args, ref))
+          << "T=" << c.T << " win=" << c.win << " extra=" << c.extra << " seed " << seed;
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 22);
 }
 
 TEST_F(SparseAttentionFp8Test, RejectsBadShapes) {
