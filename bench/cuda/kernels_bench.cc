@@ -1,6 +1,6 @@
 // deepinfer bench kernels [--quick|--wgmma|--small-ops|--decode|--profile|--sparse-attention|
-// --index-scores|--dense-tc|--sample-rows|--dense-f32] (also the standalone cuda_kernels_bench): times
-// DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths (hidden 5120, 64 heads x 512, expert
+// --index-scores|--dense-tc|--sample-rows|--dense-f32] (also the standalone cuda_kernels_bench):
+// times DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths (hidden 5120, 64 heads x 512, expert
 // intermediate 2304) against floors measured in the same run: device copy bandwidth (cudaMemcpy
 // D2D, bytes read + written) and cuBLASLt's bf16 and fp8 GEMM rate at 8192^3. Each kernel's floor
 // is max(bytes / bandwidth, FLOPs / peak); ratio = floor / time. Weights and keys rotate through

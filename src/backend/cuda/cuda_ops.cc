@@ -10,6 +10,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops_impl.h"
+#include "backend/cuda/hc_mix_rows.h"
 #include "backend/cuda/kernels.h"
 
 namespace di::backend {
@@ -272,11 +273,19 @@ void CudaOps::hc_mixes(ConstRowsView x,
     const WeightView fn_w{WeightFormat::kF32, mix, x.cols, reinterpret_cast<const uint8_t*>(fn),
                           nullptr};
     DI_ASSIGN_OR_RETURN(float* raw, m.scratch<float>(static_cast<size_t>(x.rows * mix)));
-    // Few rows: hc_mix_products; many: dense_gemm's product, the sums of squares still by lane.
+    // Few rows: hc_mix_products (a block per output and row); many: hc_mix_rows (a block per two
+    // rows, every chain of them; 4.7x a tiled product at 256 rows); else the dense product, the
+    // sums of squares still by lane.
     const bool fit = cuda::hc_mix_products_fit(x.cols) && x.rows <= 65535;
     DI_ASSIGN_OR_RETURN(float* ss, m.scratch<float>(static_cast<size_t>(x.rows)));
     float* sum_squares = fit ? ss : nullptr;
-    if (x.rows <= 64 && fit) {
+    if (x.rows > 64 && cuda::hc_mix_rows_supports(mix)) {
+      DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dfn, m.weight(fn_w));
+      sum_squares = ss;
+      DI_CUDA_RETURN_IF_ERROR(cuda::hc_mix_rows(x.data, x.rows, x.cols,
+                                                reinterpret_cast<const float*>(dfn.data), mix, raw,
+                                                sum_squares, m.stream));
+    } else if (x.rows <= 64 && fit) {
       DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dfn, m.weight(fn_w));
       DI_CUDA_RETURN_IF_ERROR(cuda::hc_mix_products(x.data, x.rows, x.cols,
                                                     reinterpret_cast<const float*>(dfn.data), mix,

@@ -1,0 +1,102 @@
+// The mix products of hc_mixes for many rows. Each output is kernels::dot_f32 over hc * dim
+// (20,480 at the V4.1 shape) values: eight lane chains of n / 8 dependent adds that no split may
+// shorten. hc_mix_products (one block per output and row) re-reads x for every output and fills
+// the device only at a few rows; here a block takes kRows rows and runs every chain of them: thread
+// (o, j) runs lane j of output o (o == mix: the sum of squares) for each of its rows, x staged in
+// shared memory chunk by chunk, each fn value loaded once per block and used for all its rows.
+// The chains add in the CPU's order (lane j: products j, j + 8, ... in order), then
+// combine_lanes and the tail as dot_f32 does.
+
+#include "backend/cuda/hc_mix_rows.h"
+#include "backend/cuda/lane_chain.cuh"
+
+namespace di::backend::cuda {
+
+namespace {
+
+constexpr int kRows = 2;         // rows per block (128 blocks at batch 256)
+constexpr int kChunk = 2048;     // staged values per row, a multiple of 8
+constexpr int kMaxOutputs = 96;  // mix + 1 for hc <= 8 is at most 81
+
+__global__ void hc_mix_rows_kernel(const float* x,
+                                   int64_t rows,
+                                   int64_t hc_dim,
+                                   const float* fn,
+                                   int mix,
+                                   float* raw,
+                                   float* sum_squares) {
+  __shared__ float xs[kRows][kChunk];
+  __shared__ float lanes[kRows][kMaxOutputs][8];
+  const int t = static_cast<int>(threadIdx.x), o = t / 8, j = t % 8;
+  const bool active = o <= mix;
+  const int64_t r0 = int64_t{blockIdx.x} * kRows;
+  const int nr = static_cast<int>(rows - r0 < kRows ? rows - r0 : kRows);
+  const int64_t full = hc_dim / 8 * 8;
+  const float* w = active && o < mix ? fn + static_cast<int64_t>(o) * hc_dim : nullptr;
+  float acc[kRows];
+#pragma unroll
+  for (int rr = 0; rr < kRows; ++rr) acc[rr] = 0.0f;
+  for (int64_t c0 = 0; c0 < full; c0 += kChunk) {
+    const int n = static_cast<int>(full - c0 < kChunk ? full - c0 : kChunk);
+    __syncthreads();  // the previous chunk's readers are done
+    for (int rr = 0; rr < nr; ++rr) {
+      const float* src = x + (r0 + rr) * hc_dim + c0;
+      for (int k = t; k < n; k += static_cast<int>(blockDim.x)) xs[rr][k] = src[k];
+    }
+    __syncthreads();
+    if (!active) continue;
+#pragma unroll 8
+    for (int k = j; k < n; k += 8) {
+      const float wv = w ? w[c0 + k] : 0.0f;
+#pragma unroll
+      for (int rr = 0; rr < kRows; ++rr) {
+        if (rr < nr) {
+          const float xv = xs[rr][k];
+          acc[rr] = __fadd_rn(acc[rr], __fmul_rn(xv, w ? wv : xv));
+        }
+      }
+    }
+  }
+  if (active) {
+#pragma unroll
+    for (int rr = 0; rr < kRows; ++rr) lanes[rr][o][j] = acc[rr];
+  }
+  __syncthreads();
+  if (!active || j != 0) return;
+  for (int rr = 0; rr < nr; ++rr) {
+    const float* xr = x + (r0 + rr) * hc_dim;
+    float s = combine_lanes(lanes[rr][o]);
+    for (int64_t k = full; k < hc_dim; ++k) s = __fadd_rn(s, __fmul_rn(xr[k], w ? w[k] : xr[k]));
+    if (o < mix) {
+      raw[(r0 + rr) * mix + o] = s;
+    } else {
+      sum_squares[r0 + rr] = s;
+    }
+  }
+}
+
+}  // namespace
+
+bool hc_mix_rows_supports(int mix) {
+  return mix >= 1 && mix + 1 <= kMaxOutputs;
+}
+
+cudaError_t hc_mix_rows(const float* x,
+                        int64_t rows,
+                        int64_t hc_dim,
+                        const float* fn,
+                        int mix,
+                        float* raw,
+                        float* sum_squares,
+                        cudaStream_t s) {
+  if (rows == 0) return cudaSuccess;
+  if (!hc_mix_rows_supports(mix) || (rows + kRows - 1) / kRows > 0x7fffffff) {
+    return cudaErrorInvalidValue;
+  }
+  const int threads = (8 * (mix + 1) + 31) / 32 * 32;
+  const auto blocks = static_cast<unsigned>((rows + kRows - 1) / kRows);
+  hc_mix_rows_kernel<<<blocks, threads, 0, s>>>(x, rows, hc_dim, fn, mix, raw, sum_squares);
+  return cudaGetLastError();
+}
+
+}  // namespace di::backend::cuda
