@@ -107,7 +107,7 @@ Expected<double> time_cublaslt_gemm(LtType type, int64_t m, int64_t n, int64_t k
   return static_cast<double>(ms) / iters;
 }
 
-Expected<MeasuredPeaks> measure_copy_and_bf16_peaks() {
+Expected<double> measure_copy_bytes_per_s() {
   DeviceBuffers buf;
   const size_t n = size_t{1} << 30;
   DI_ASSIGN_OR_RETURN(uint8_t * a, buf.alloc<uint8_t>(n));
@@ -116,9 +116,13 @@ Expected<MeasuredPeaks> measure_copy_and_bf16_peaks() {
   DI_ASSIGN_OR_RETURN(double copy_ms, mean_event_ms(10, [&](int) {
                         return cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice);
                       }));
+  return 2.0 * static_cast<double>(n) / (copy_ms * 1e-3);
+}
+
+Expected<MeasuredPeaks> measure_copy_and_bf16_peaks() {
+  DI_ASSIGN_OR_RETURN(double bytes_per_s, measure_copy_bytes_per_s());
   DI_ASSIGN_OR_RETURN(double bf16_ms, time_cublaslt_gemm(LtType::kBF16, 8192, 8192, 8192, 10));
-  return MeasuredPeaks{2.0 * static_cast<double>(n) / (copy_ms * 1e-3),
-                       2.0 * 8192.0 * 8192.0 * 8192.0 / (bf16_ms * 1e-3)};
+  return MeasuredPeaks{bytes_per_s, 2.0 * 8192.0 * 8192.0 * 8192.0 / (bf16_ms * 1e-3)};
 }
 
 }  // namespace di::bench

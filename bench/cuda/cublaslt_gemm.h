@@ -23,5 +23,7 @@ struct MeasuredPeaks {
   double bytes_per_s = 0, bf16_flops = 0;
 };
 Expected<MeasuredPeaks> measure_copy_and_bf16_peaks();
+// The copy bandwidth alone (the byte floors' denominator).
+Expected<double> measure_copy_bytes_per_s();
 
 }  // namespace di::bench

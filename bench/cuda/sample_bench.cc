@@ -16,6 +16,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/sample_rows.h"
 #include "cuda/bench_util.h"
+#include "cuda/cublaslt_gemm.h"
 #include "kernels/ref/sample_math.h"
 
 namespace di::bench {
@@ -31,18 +32,6 @@ struct Mode {
   int32_t top_k;
   float top_p, min_p;
 };
-
-Expected<double> copy_bytes_per_s() {
-  DeviceBuffers buf;
-  const size_t n = size_t{1} << 30;
-  DI_ASSIGN_OR_RETURN(uint8_t * a, buf.alloc<uint8_t>(n));
-  DI_ASSIGN_OR_RETURN(uint8_t * b, buf.alloc<uint8_t>(n));
-  DI_CUDA_RETURN_IF_ERROR(cudaMemset(a, 1, n));
-  DI_ASSIGN_OR_RETURN(double ms, mean_event_ms(10, [&](int) {
-                        return cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice);
-                      }));
-  return 2.0 * static_cast<double>(n) / (ms * 1e-3);
-}
 
 Expected<std::vector<int32_t>> tokens(const int32_t* d, int64_t rows) {
   std::vector<int32_t> h(static_cast<size_t>(rows));
@@ -104,7 +93,7 @@ Status bench_batch(int64_t rows, const Mode* modes, int n_modes, double bw) {
 }  // namespace
 
 Status run_sample_bench() {
-  DI_ASSIGN_OR_RETURN(double bw, copy_bytes_per_s());
+  DI_ASSIGN_OR_RETURN(double bw, measure_copy_bytes_per_s());
   std::printf("sample_rows at vocab %lld: copy %.0f GB/s; us per launch (mean of 20-100)\n\n",
               static_cast<long long>(kVocab), bw / 1e9);
   std::printf(

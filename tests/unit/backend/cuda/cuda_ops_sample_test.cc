@@ -7,31 +7,14 @@
 
 #include "cuda_test_util.h"
 #include "kernels/ref/sample_math.h"
+#include "sample_rows_input.h"
 
 namespace di::backend::testing {
 namespace {
 
 namespace ks = kernels::sample;
 
-struct Case {
-  std::vector<ks::RowParams> params;
-  std::vector<int32_t> penalty_tokens, penalty_counts, bias_tokens;
-  std::vector<float> bias_values;
-  std::vector<uint32_t> masks;
-  ks::RowsArgs args(int64_t cols) const {
-    ks::RowsArgs a;
-    a.params = params.data();
-    a.penalty_tokens = penalty_tokens.data();
-    a.penalty_counts = penalty_counts.data();
-    a.num_penalties = static_cast<int64_t>(penalty_tokens.size());
-    a.bias_tokens = bias_tokens.data();
-    a.bias_values = bias_values.data();
-    a.num_bias = static_cast<int64_t>(bias_tokens.size());
-    a.masks = masks.data();
-    a.num_masks = static_cast<int64_t>(masks.size()) / ks::mask_words(cols);
-    return a;
-  }
-};
+using Case = SampleRowsInput;
 
 Case random_case(int64_t rows, int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);

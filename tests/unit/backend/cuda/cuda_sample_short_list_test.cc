@@ -10,6 +10,7 @@
 #include "backend/cuda/sample_rows.h"
 #include "cuda_test_util.h"
 #include "kernels/ref/sample_math.h"
+#include "sample_rows_input.h"
 
 namespace di::backend::testing {
 namespace {
@@ -33,25 +34,9 @@ constexpr Spec kSpecs[] = {
 };
 constexpr int kSpecCount = static_cast<int>(sizeof kSpecs / sizeof kSpecs[0]);
 
-struct Batch {
+struct Batch : SampleRowsInput {
   Rows x;
-  std::vector<ks::RowParams> params;
-  std::vector<int32_t> penalty_tokens, penalty_counts, bias_tokens;
-  std::vector<float> bias_values;
-  std::vector<uint32_t> masks;
-  ks::RowsArgs args() const {
-    ks::RowsArgs a;
-    a.params = params.data();
-    a.penalty_tokens = penalty_tokens.data();
-    a.penalty_counts = penalty_counts.data();
-    a.num_penalties = static_cast<int64_t>(penalty_tokens.size());
-    a.bias_tokens = bias_tokens.data();
-    a.bias_values = bias_values.data();
-    a.num_bias = static_cast<int64_t>(bias_tokens.size());
-    a.masks = masks.data();
-    a.num_masks = static_cast<int64_t>(masks.size()) / ks::mask_words(kVocab);
-    return a;
-  }
+  ks::RowsArgs args() const { return SampleRowsInput::args(kVocab); }
 };
 
 // Rows of four kinds per spec: plain (bf16-rounded normal, sd 3: many exact ties), the 40th
