@@ -86,6 +86,7 @@ class SchemaConverter {
                                           const std::vector<std::string>& declared,
                                           const std::string& path);
   std::optional<std::vector<json>> finite_values(const json& s, const std::string& path);
+  std::optional<std::vector<json>> item_domain(const json& s, const std::string& path, int depth);
   bool schema_allows_type(const json& s, const json& v);
   std::optional<ExprId> unique_items_expr(const json& s,
                                           const json& items,
