@@ -64,9 +64,9 @@ json SchemaConverter::merge_all_of(const json& s, const std::string& path, int d
       } else if (base[k] == v) {
       } else if (k == "properties" && v.is_object() && base[k].is_object()) {
         for (auto& [pk, pv] : v.items()) {
-          if (!base[k].contains(pk))
+          if (!base[k].contains(pk) || base[k][pk] == json(true))
             base[k][pk] = pv;
-          else if (base[k][pk] != pv)
+          else if (base[k][pk] != pv && pv != json(true))  // `true` adds nothing
             base[k][pk] = json{{"allOf", json::array({base[k][pk], pv})}};
         }
       } else if (k == "required" && v.is_array() && base[k].is_array()) {

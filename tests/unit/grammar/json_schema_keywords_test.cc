@@ -239,15 +239,62 @@ TEST(grammar_json_schema_keywords, UnevaluatedWithoutApplicators) {
   ASSERT_TRUE(covered.ok()) << covered.status().message();
   EXPECT_TRUE(covered.accepts("[1, 2]"));
   for (const char* refused :
-       {R"({"allOf":[{"properties":{"a":{}}}],"unevaluatedProperties":false})",
-        R"({"anyOf":[{"properties":{"a":{}}}],"unevaluatedProperties":false})",
-        R"({"contains":{"type":"string"},"unevaluatedItems":false})"}) {
+       {R"({"dependentSchemas":{"a":{"properties":{"b":{}}}},"unevaluatedProperties":false})",
+        R"({"anyOf":[{"if":{"required":["a"]},"then":{"properties":{"b":{}}}}],
+            "unevaluatedProperties":false})",
+        R"({"contains":{"type":"string"},"unevaluatedItems":false})",
+        R"({"anyOf":[{"prefixItems":[{}]}],"unevaluatedItems":false})"}) {
     Schema s(refused);
     ASSERT_FALSE(s.ok()) << refused;
     EXPECT_NE(s.status().message().find("next to in-place applicators"), std::string::npos)
         << s.status().message();
     EXPECT_TRUE(Schema(refused, lenient()).ok()) << refused;
   }
+}
+
+// grammar8: next to allOf / $ref / not the evaluated names are the union of the parts';
+// if/then/else and oneOf/anyOf branches each bring their own.
+TEST(grammar_json_schema_keywords, UnevaluatedNextToApplicators) {
+  Schema all_of(R"({"$defs":{"b":{"properties":{"b":{"type":"integer"}}}},
+      "properties":{"a":{}},"allOf":[{"$ref":"#/$defs/b"},{"not":{"required":["x"]}}],
+      "unevaluatedProperties":false})");
+  ASSERT_TRUE(all_of.ok()) << all_of.status().message();
+  EXPECT_TRUE(all_of.accepts(R"({"a": 1, "b": 2})"));
+  EXPECT_FALSE(all_of.accepts(R"({"b": "s"})"));
+  EXPECT_FALSE(all_of.accepts(R"({"c": 1})"));
+  EXPECT_FALSE(all_of.accepts(R"({"x": 1})"));
+  Schema branches(R"({"type":"object","properties":{"t":{}},"oneOf":[
+      {"type":"object","properties":{"t":{"const":"a"},"a":{"type":"integer"}},"required":["t"]},
+      {"type":"object","properties":{"t":{"const":"b"},"b":{"type":"string"}},"required":["t"]}],
+      "unevaluatedProperties":false})");
+  ASSERT_TRUE(branches.ok()) << branches.status().message();
+  EXPECT_TRUE(branches.accepts(R"({"t": "a", "a": 1})"));
+  EXPECT_TRUE(branches.accepts(R"({"t": "b", "b": "s"})"));
+  EXPECT_FALSE(branches.accepts(R"({"t": "a", "b": "s"})"));  // b is not evaluated by branch a
+  EXPECT_FALSE(branches.accepts(R"({"t": "b", "a": 1})"));
+  Schema cond(R"({"type":"object","properties":{"k":{"enum":["n","s"]}},
+      "if":{"properties":{"k":{"const":"n"}}},"then":{"properties":{"n":{"type":"integer"}}},
+      "else":{"properties":{"s":{"type":"string"}}},"unevaluatedProperties":false})");
+  ASSERT_TRUE(cond.ok()) << cond.status().message();
+  EXPECT_TRUE(cond.accepts(R"({"k": "n", "n": 1})"));
+  EXPECT_TRUE(cond.accepts(R"({"k": "s", "s": "x"})"));
+  EXPECT_FALSE(cond.accepts(R"({"k": "n", "s": "x"})"));
+  EXPECT_FALSE(cond.accepts(R"({"k": "s", "n": 1})"));
+  Schema items(R"({"allOf":[{"minItems":1}],"prefixItems":[{"type":"integer"}],
+                   "unevaluatedItems":false})");
+  ASSERT_TRUE(items.ok()) << items.status().message();
+  EXPECT_TRUE(items.accepts("[1]"));
+  EXPECT_FALSE(items.accepts("[1, 2]"));
+  EXPECT_FALSE(items.accepts("[]"));
+  // A part with its own prefix: the rewrite is exact, but the merge of two item shapes is
+  // still refused.
+  EXPECT_FALSE(Schema(R"({"allOf":[{"prefixItems":[{}, {}]}],"prefixItems":[{}],
+                          "unevaluatedItems":false})")
+                   .ok());
+  Schema covered(R"({"allOf":[{"additionalProperties":{"type":"integer"}}],
+                     "unevaluatedProperties":false})");
+  ASSERT_TRUE(covered.ok()) << covered.status().message();
+  EXPECT_TRUE(covered.accepts(R"({"z": 1})"));
 }
 
 TEST(grammar_json_schema_keywords, IfThenElse) {
