@@ -88,6 +88,8 @@ json SchemaConverter::merge_all_of(const json& s, const std::string& path, int d
       } else if ((k == "maximum" || k == "maxLength" || k == "maxItems" || k == "maxProperties") &&
                  v.is_number()) {
         base[k] = std::min(base[k].get<double>(), v.get<double>());
+      } else if (k == "const") {
+        return json(false);  // two different constants: no value is both
       } else if (known_keywords().count(k)) {
         unsupported(path, "allOf with conflicting '" + k + "'");
       }

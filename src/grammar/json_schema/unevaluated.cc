@@ -113,9 +113,10 @@ json unevaluated_members(const Evaluated& e, const json& u) {
 // this schema's additionalProperties with those names and patterns declared (as `true`).
 // if/then/else: anyOf [if and then, not-if and else], each branch with its own evaluated set
 // (a failed `if` evaluates nothing), exact where not-if has a positive form. oneOf/anyOf: each
-// branch gets "members evaluated by neither this schema nor the branch satisfy u": exact for a
-// oneOf (one branch passes; the converter still proves its branches disjoint), and for an
-// anyOf narrower only where two branches pass together (never wider: sound). Anything else
+// branch gets "members evaluated by neither this schema nor the branch satisfy u": for an anyOf
+// narrower only where two branches pass together (never wider: sound); a oneOf keeps its
+// branches and gains allOf [anyOf of those], exact (merged pairwise when its branches are
+// disjoint, refused otherwise). Anything else
 // (dependentSchemas, branches whose own evaluations are dynamic) stays for the converter to
 // refuse.
 void rewrite_props_with_applicators(json& s, const json& root) {
@@ -162,7 +163,8 @@ void rewrite_props_with_applicators(json& s, const json& root) {
     s = rest;
     return;
   }
-  const char* key = rest.contains("oneOf") ? "oneOf" : "anyOf";
+  const bool one = rest.contains("oneOf");
+  const char* key = one ? "oneOf" : "anyOf";
   if (!rest[key].is_array()) return;
   json branches = json::array();
   for (const json& b : rest[key]) {
@@ -172,7 +174,16 @@ void rewrite_props_with_applicators(json& s, const json& root) {
     both.add(*eb);
     branches.push_back(both.all_props ? b : json{{"allOf", {b, unevaluated_members(both, u)}}});
   }
-  rest[key] = branches;
+  if (one) {
+    // The original oneOf stays: the extra constraints could make overlapping branches look
+    // disjoint (an unevaluated key forbidden in one) and so accept an instance that two
+    // original branches match. Exactly one Bi passes, so the anyOf picks its constraint.
+    json parts = rest.contains("allOf") && rest["allOf"].is_array() ? rest["allOf"] : json::array();
+    parts.push_back(json{{"anyOf", branches}});
+    rest["allOf"] = parts;
+  } else {
+    rest[key] = branches;
+  }
   s = rest;
 }
 

@@ -272,6 +272,14 @@ TEST(grammar_json_schema_keywords, UnevaluatedNextToApplicators) {
   EXPECT_TRUE(branches.accepts(R"({"t": "b", "b": "s"})"));
   EXPECT_FALSE(branches.accepts(R"({"t": "a", "b": "s"})"));  // b is not evaluated by branch a
   EXPECT_FALSE(branches.accepts(R"({"t": "b", "a": 1})"));
+  // Overlapping branches: {"x": 1} matches both, so the oneOf fails; the branch constraints
+  // must not make them look disjoint (refused, or at least {"x": 1} rejected).
+  Schema overlap(R"({"oneOf":[{"type":"object","required":["x"]},
+      {"type":"object","properties":{"y":{}}}],"unevaluatedProperties":false})");
+  if (overlap.ok()) {
+    EXPECT_FALSE(overlap.accepts(R"({"x": 1})"));
+    EXPECT_TRUE(overlap.accepts(R"({"y": 1})"));
+  }
   Schema cond(R"({"type":"object","properties":{"k":{"enum":["n","s"]}},
       "if":{"properties":{"k":{"const":"n"}}},"then":{"properties":{"n":{"type":"integer"}}},
       "else":{"properties":{"s":{"type":"string"}}},"unevaluatedProperties":false})");
