@@ -15,6 +15,9 @@ namespace {
 // A language above these bounds is treated as infinite (the merge is refused as before).
 constexpr size_t kMaxKeys = 64;
 constexpr size_t kMaxKeyBytes = 32;
+// Parser steps of the enumeration: `^[a-z]{20}x$` accepts nothing for 20 levels of 26-way
+// branching, so the walk needs a bound of its own (past it: treated as infinite).
+constexpr size_t kMaxSteps = 4096;
 }  // namespace
 
 // Every key the (unanchored, as JSON Schema reads it) pattern matches, when there are at most
@@ -34,7 +37,9 @@ std::optional<std::vector<std::string>> SchemaConverter::pattern_language(
   std::vector<std::string> keys;
   std::string key;
   bool finite = true;
+  size_t steps = 0;
   std::function<void()> walk = [&] {
+    if (++steps > kMaxSteps) finite = false;
     if (parser.accepting()) keys.push_back(key);
     if (keys.size() > kMaxKeys) finite = false;
     const ByteSet next = parser.next_bytes();

@@ -141,6 +141,16 @@ TEST(grammar_json_schema_dependencies, FinitePatternsCountsAndExclusiveOneOf) {
     });
     EXPECT_FALSE(s.accepts(R"({"f": 1, "b": 2})"));
   }
+  // A pattern whose language is too large to enumerate (or slow to: nothing accepted for 20
+  // levels of 26-way branching) stays refused, quickly.
+  const std::pair<const char*, const char*> big[] = {{"^[a-z]{20}x$", "aaaaaaaaaaaaaaaaaaaax"},
+                                                     {"^[a-z]+$", "ab"}};
+  for (const auto& [pattern, key] : big) {
+    Schema s(std::string(R"({"type":"object","patternProperties":{")") + pattern +
+             R"(":{}},"additionalProperties":false,"dependencies":{")" + key +
+             R"(":{"not":{"required":["c"]}}}})");
+    EXPECT_FALSE(s.ok()) << pattern;
+  }
   // Counted members without any dependency, required ones included.
   Schema counted(R"({"properties":{"a":{},"b":{},"c":{},"d":{},"e":{}},"required":["c"],
                      "additionalProperties":false,"minProperties":2,"maxProperties":3})");
