@@ -206,9 +206,11 @@ Expected<OpenAIRequest> parse_openai_body(const json& body,
     const auto& tools = r.prompt.chat->tools;
     DI_ASSIGN_OR_RETURN(ToolChoice tc, parse_tool_choice(body, tools));
     r.parse_tool_calls = tc.mode != ToolChoice::Mode::kNone;
+    if (!tc.parallel) r.max_tool_calls = 1;
     if (auto so = tool_choice_output(tc, tools)) {
       // auto with parallel_tool_calls false next to another structured output: that one
-      // decides the reply (no error: the request is consistent).
+      // decides the text and the reply keeps its first tool call only (max_tool_calls; the
+      // user asked for both, which is consistent: OpenAI and vLLM accept it).
       if (!r.params.structured_output) {
         r.params.structured_output = std::move(so);
       } else if (tc.mode != ToolChoice::Mode::kAuto) {

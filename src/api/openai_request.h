@@ -27,6 +27,10 @@ struct OpenAIRequest {
   std::string user;             // accepted for logging; not used for routing
   // False for tool_choice "none": DSML tool markup in the reply stays content (api/tool_choice.h).
   bool parse_tool_calls = true;
+  // parallel_tool_calls false: at most this many tool calls reach the reply (-1: no limit). The
+  // tool-call grammar already allows one; when another structured output decides the reply
+  // (tool_choice auto next to response_format, ...) later calls are dropped, as vLLM does.
+  int max_tool_calls = -1;
   // params.structured_output: response_format / structured_outputs (see structured_output.h).
 };
 

@@ -58,6 +58,10 @@ bool reply_starts_in_reasoning(const Prompt& prompt) {
   return prompt.chat && prompt.chat->thinking && prompt.chat->add_generation_prompt;
 }
 
+bool keeps_tool_call(const OpenAIRequest& request, int index) {
+  return request.max_tool_calls < 0 || index < request.max_tool_calls;
+}
+
 std::string tool_call_id(const std::string& response_id, int choice, int call) {
   // FNV-1a of (response id, choice, call): stable for reproducible batch output.
   uint64_t h = 0xcbf29ce484222325ull;
@@ -86,6 +90,7 @@ json chat_message(const OpenAIRequest& request,
   if (!parsed.reasoning_content.empty()) msg["reasoning_content"] = parsed.reasoning_content;
   json calls = json::array();
   for (const auto& t : parsed.tool_calls) {
+    if (!keeps_tool_call(request, t.index)) continue;
     calls.push_back({{"id", tool_call_id(response_id, choice, t.index)},
                      {"type", "function"},
                      {"function", {{"name", t.name}, {"arguments", t.arguments}}}});

@@ -30,6 +30,10 @@ nlohmann::json chat_logprobs(const std::vector<int32_t>& ids,
 // Whether the reply is parsed with reasoning first (the prompt ended in <think>).
 bool reply_starts_in_reasoning(const Prompt& prompt);
 
+// Whether the reply keeps the tool call with this index (parallel_tool_calls false keeps the
+// first only: OpenAIRequest::max_tool_calls).
+bool keeps_tool_call(const OpenAIRequest& request, int index);
+
 // A tool call id that derives from the response id, the choice and the call's index.
 std::string tool_call_id(const std::string& response_id, int choice, int call);
 

@@ -89,7 +89,7 @@ GrammarCompiler::Result GrammarCompiler::compile_structural_tag(std::string_view
                                                                 const JsonSchemaOptions& opts) {
   std::string t(json_text);
   return cached("stag:" + options_key(opts) + t,
-                [&] { return structural_tag_to_grammar(t, opts); });
+                [&] { return structural_tag_to_grammar(t, opts, trie_.get()); });
 }
 
 GrammarCompiler::Result GrammarCompiler::compile_keyed(

@@ -45,6 +45,7 @@ void ResponseStream::chat_chunks(const api::ChoiceDelta& d, std::vector<std::str
       deltas.push_back({{"reasoning_content", x.reasoning_content}});
     if (!x.content.empty()) deltas.push_back({{"content", x.content}});
     for (const recipe::ToolCallDelta& t : x.tool_calls) {
+      if (!api::keeps_tool_call(request_, t.index)) continue;
       ++cs.tool_calls;
       deltas.push_back(
           {{"tool_calls",

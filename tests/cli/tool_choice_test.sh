@@ -70,6 +70,18 @@ for seed in range(1, 4):
     rows.append({"custom_id": "tag:%d" % seed, "method": "POST", "url": "/v1/completions",
                  "body": {"prompt": "Call:", "seed": seed, "temperature": 1.0, "max_tokens": 600,
                           "logit_bias": {sys.argv[2]: 100}, "response_format": tag}})
+# grammar8: regex and EBNF structural-tag formats; parallel_tool_calls false next to a
+# response_format (that grammar decides the text, at most one call reaches the reply).
+rx = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
+      {"type": "tag", "begin": "<r>", "end": "</r>",
+       "content": {"type": "regex", "pattern": "[0-9]{2,3}"}},
+      {"type": "grammar", "grammar": "root ::= \"a\"* \"b\""}]}}
+for seed in range(1, 3):
+    rows.append({"custom_id": "rx:%d" % seed, "method": "POST", "url": "/v1/completions",
+                 "body": {"prompt": "x", "seed": seed, "temperature": 1.0, "max_tokens": 60,
+                          "response_format": rx}})
+chat("autojson:1", {"seed": 1, "max_tokens": 60, "tool_choice": "auto",
+                    "parallel_tool_calls": False, "response_format": {"type": "json_object"}})
 def bad(cid, body, url="/v1/chat/completions"):
     rows.append({"custom_id": "bad:" + cid, "method": "POST", "url": url, "body": body})
 msgs = [{"role": "user", "content": "x"}]
@@ -81,7 +93,7 @@ bad("parallel", {"messages": msgs, "tools": tools, "parallel_tool_calls": "no"})
 bad("schema", {"messages": msgs, "tool_choice": "required", "tools": [{"type": "function",
     "function": {"name": "f", "parameters": {"oneOf": [{"type": "object"}]}}}]})
 bad("format", {"prompt": "x", "response_format": {"type": "structural_tag",
-    "format": {"type": "regex", "pattern": "a"}}}, url="/v1/completions")
+    "format": {"type": "dispatch", "rules": []}}}, url="/v1/completions")
 with open(sys.argv[1], "w") as f:
     for r in rows: f.write(json.dumps(r) + "\n")
 with open(sys.argv[1] + ".tools", "w") as f: json.dump(tools, f)
@@ -108,13 +120,24 @@ for (const line of fs.readFileSync(process.argv[2], "utf8").split("\n")) {
                   value: "'always' is not one of none, auto, required",
                   schema: "parameters keyword 'oneOf'",
                   parallel: "body.parallel_tool_calls: must be a boolean",
-                  format: "format.type: 'regex' is not supported"}[arg];
+                  format: "format.type: 'dispatch' is not supported"}[arg];
     if (!resp || resp.status_code !== 400 || !msg.includes(want)) bad(id, `want a 400 naming '${want}', got ${line}`);
     else checked++;
     continue;
   }
   if (!resp || resp.status_code !== 200) { bad(id, line); continue; }
   const ch = resp.body.choices[0];
+  if (kind === "rx") {
+    if (!/^<r>[0-9]{2,3}<\/r>a*b$/.test(ch.text) || ch.finish_reason !== "stop")
+      bad(id, `bad regex/grammar tag output (${ch.finish_reason}): ${JSON.stringify(ch.text)}`);
+    else checked++;
+    continue;
+  }
+  if (kind === "autojson") {
+    if ((ch.message.tool_calls || []).length > 1) bad(id, `more than one call: ${line}`);
+    else checked++;
+    continue;
+  }
   if (kind === "tag") {
     const text = ch.text;
     const at = text.indexOf("<t");
@@ -143,7 +166,7 @@ for (const line of fs.readFileSync(process.argv[2], "utf8").split("\n")) {
   if (!ok) bad(id, `tool calls do not validate (${ch.finish_reason}): ${JSON.stringify(msg)} ${JSON.stringify(ajv.errors)}`);
   else checked++;
 }
-if (checked < 23) bad("count", `only ${checked} results checked`);
+if (checked < 26) bad("count", `only ${checked} results checked`);
 console.log(fail ? "tool_choice: FAILED" : `ok   tool_choice and structural tags: ${checked} results, ${calls} tool calls validate`);
 process.exit(fail);
 JS

@@ -57,6 +57,11 @@ class SchemaConverter {
   ExprId string_rule(const json& s, const std::string& path);
   ExprId number_expr(const json& s, bool integer, const std::string& path);
   ExprId object_expr(const json& s, const std::string& path, int depth);
+  ExprId counted_members(const std::vector<ExprId>& items,
+                         const std::vector<bool>& req,
+                         size_t lo,
+                         size_t hi,
+                         ExprId sep);
   ExprId array_expr(const json& s, const std::string& path, int depth);
   ExprId literal_value(const json& v);
   ExprId pattern_members(const json& pp,
@@ -66,7 +71,11 @@ class SchemaConverter {
   ExprId key_not_in(const std::vector<std::string>& keys);
   void merge_object_shapes(json& base, json& p, const std::string& path);
   void merge_alternatives(json& base, json& p, int depth);
+  json exclusive_branches(const json& branches);
   bool merge_forbidden_keys(json& base, json& p, const std::string& path);
+  std::optional<std::vector<std::string>> pattern_language(const std::string& pattern,
+                                                           const std::string& path);
+  bool expand_pattern_keys(json& shape, const std::string& path);
   std::optional<std::string> first_pattern_match(const std::string& pattern,
                                                  const std::vector<std::string>& names,
                                                  const std::string& path);
@@ -77,6 +86,7 @@ class SchemaConverter {
                                           const std::vector<std::string>& declared,
                                           const std::string& path);
   std::optional<std::vector<json>> finite_values(const json& s, const std::string& path);
+  std::optional<std::vector<json>> item_domain(const json& s, const std::string& path, int depth);
   bool schema_allows_type(const json& s, const json& v);
   std::optional<ExprId> unique_items_expr(const json& s,
                                           const json& items,

@@ -15,6 +15,8 @@ namespace di::grammar {
 namespace {
 
 constexpr int64_t kMaxItems = 10000;
+// min/maxProperties over optional members: one rule per (member, count), n * (n + 1) at most.
+constexpr size_t kMaxCountedMembers = 64;
 
 bool plain_ascii_key(const std::string& k) {
   for (unsigned char c : k)
@@ -144,11 +146,17 @@ ExprId SchemaConverter::object_expr(const json& s, const std::string& path, int 
                   ? s["maxProperties"].get<double>()
                   : -1.0;
   size_t nreq = static_cast<size_t>(std::count(req.begin(), req.end(), true));
+  ExprId sep = g_.seq({ws(), g_.literal(","), ws()});
   if (minp > static_cast<double>(nreq) || (maxp >= 0 && (extra || maxp < static_cast<double>(n)))) {
     if (maxp >= 0 && maxp < static_cast<double>(nreq)) return g_.nothing();
+    if (minp > static_cast<double>(n) && !extra) return g_.nothing();
+    if (!extra && n <= kMaxCountedMembers) {
+      const auto lo = static_cast<size_t>(std::max(0.0, std::ceil(minp)));
+      const size_t hi = maxp < 0 ? n : std::min(n, static_cast<size_t>(std::floor(maxp)));
+      return counted_members(items, req, lo, hi, sep);
+    }
     if (!opts_.lenient) unsupported(path, "minProperties/maxProperties beyond the required set");
   }
-  ExprId sep = g_.seq({ws(), g_.literal(","), ws()});
   // rest[i]: members i.. after at least one was written; first[i]: none written yet.
   ExprId rest = extra ? g_.star(g_.seq({sep, *extra})) : g_.empty();
   ExprId first = extra ? g_.opt(g_.seq({*extra, g_.star(g_.seq({sep, *extra}))})) : g_.empty();
@@ -162,6 +170,29 @@ ExprId SchemaConverter::object_expr(const json& s, const std::string& path, int 
   }
   // Rules keep the O(n) sharing of rest/first from turning into O(n^2) NFA states.
   return g_.seq({g_.literal("{"), ws(), first, ws(), g_.literal("}")});
+}
+
+// Declared members only (no additional ones), with lo..hi of them written: the members in order,
+// each step knowing how many were written so far (c), so the count is exact. rest[c]: members
+// i.. after c were written (a separator first); c = 0 is the first member's position.
+ExprId SchemaConverter::counted_members(const std::vector<ExprId>& items,
+                                        const std::vector<bool>& req,
+                                        size_t lo,
+                                        size_t hi,
+                                        ExprId sep) {
+  const size_t n = items.size();
+  std::vector<ExprId> rest(hi + 1);
+  for (size_t c = 0; c <= hi; ++c) rest[c] = c >= lo ? g_.empty() : g_.nothing();
+  for (size_t i = n; i-- > 0;) {
+    std::vector<ExprId> next(hi + 1);
+    for (size_t c = 0; c <= hi; ++c) {
+      ExprId lead = c == 0 ? items[i] : g_.seq({sep, items[i]});
+      ExprId with = c + 1 <= hi ? g_.seq({lead, rest[c + 1]}) : g_.nothing();
+      next[c] = as_rule(req[i] ? with : g_.alt({with, rest[c]}));
+    }
+    rest = std::move(next);
+  }
+  return g_.seq({g_.literal("{"), ws(), rest[0], ws(), g_.literal("}")});
 }
 
 ExprId SchemaConverter::array_expr(const json& s, const std::string& path, int depth) {

@@ -10,8 +10,11 @@ namespace di::grammar {
 
 namespace {
 
-// Keys that may be present each double the branches: 2^4 merged object schemas at most.
-constexpr size_t kMaxOpenKeys = 4;
+// Keys that may be present each double the combinations: 2^8 at most, of which those that
+// contradict a list dependency (k present, a key it demands absent) are skipped unmerged, and at
+// most kMaxBranches may survive (each is one alternative of the object).
+constexpr size_t kMaxOpenKeys = 8;
+constexpr size_t kMaxBranches = 64;
 
 bool has_string(const json& list, const std::string& k) {
   if (!list.is_array()) return false;
@@ -43,8 +46,9 @@ struct Entry {
 // "k absent" (k declared with the false schema) and "k required and D", each merged with the
 // rest of the schema, or be one of the schema's non-object types. That is exact. Entries that
 // are vacuous (an empty list, `true`) or decided by the schema (k required: only "present"; k
-// never allowed: nothing to check) cost no branch. Past kMaxOpenKeys open keys, or when a
-// combination cannot be merged, strict mode refuses naming the keyword (lenient ignores it).
+// never allowed: nothing to check) cost no branch. Past kMaxOpenKeys open keys or kMaxBranches
+// surviving combinations, or when a combination cannot be merged, strict mode refuses naming
+// the keyword (lenient ignores it).
 json SchemaConverter::rewrite_dependencies(const json& s, const std::string& path, int depth) {
   if (!s.is_object()) return s;
   json rest = s;
@@ -96,6 +100,16 @@ json SchemaConverter::rewrite_dependencies(const json& s, const std::string& pat
   if (rest.contains("const") || rest.contains("enum"))
     return refuse(entries[0].keyword, " together with const/enum");
 
+  // A oneOf whose branches may overlap would stay in every combination and be refused there:
+  // as "exactly one branch" (an anyOf) it merges like any alternatives.
+  if (rest.contains("oneOf") && !rest.contains("anyOf") && rest["oneOf"].is_array() &&
+      rest["oneOf"].size() > 1 && !one_of_disjoint(rest["oneOf"], depth + 1)) {
+    json any = exclusive_branches(rest["oneOf"]);
+    if (!any.is_null()) {
+      rest.erase("oneOf");
+      rest["anyOf"] = std::move(any);
+    }
+  }
   // Decided entries first: "present" folds into the common part, "never present" drops.
   json common = rest;
   common["type"] = "object";
@@ -109,7 +123,22 @@ json SchemaConverter::rewrite_dependencies(const json& s, const std::string& pat
       open.push_back(&e);
   }
   if (open.size() > kMaxOpenKeys)
-    return refuse(open.back()->keyword, " with more than 4 keys that may be present");
+    return refuse(open.back()->keyword, " with more than 8 keys that may be present");
+  // A combination where an open key is present and its list demands an open key that is
+  // absent (or a key the schema forbids) matches nothing: skipped without merging.
+  auto contradicts = [&](size_t mask) {
+    for (size_t i = 0; i < open.size(); ++i) {
+      if (!(mask >> i & 1) || open[i]->demand.size() != 1 || !open[i]->demand.contains("required"))
+        continue;
+      for (const json& r : open[i]->demand["required"]) {
+        if (!r.is_string()) continue;
+        if (key_forbidden(rest, r.get<std::string>())) return true;
+        for (size_t j = 0; j < open.size(); ++j)
+          if (!(mask >> j & 1) && open[j]->key == r) return true;
+      }
+    }
+    return false;
+  };
 
   json branches = json::array();
   std::vector<std::string> others;
@@ -121,6 +150,7 @@ json SchemaConverter::rewrite_dependencies(const json& s, const std::string& pat
     branches.push_back(other);
   }
   for (size_t mask = 0; mask < (size_t{1} << open.size()); ++mask) {
+    if (contradicts(mask)) continue;
     json parts = json::array();
     for (const json& f : fixed) parts.push_back(f);
     for (size_t i = 0; i < open.size(); ++i) {
@@ -141,6 +171,9 @@ json SchemaConverter::rewrite_dependencies(const json& s, const std::string& pat
       return refuse(open.empty() ? first : open[0]->keyword, std::string(" (") + e.what() + ")");
     }
     if (merged != false) branches.push_back(merged);
+    if (branches.size() > kMaxBranches)
+      return refuse(open[0]->keyword,
+                    " with more than 64 combinations of keys that may be present");
   }
   if (branches.empty()) return json(false);
   if (branches.size() == 1) return branches[0];

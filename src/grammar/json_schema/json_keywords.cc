@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Applicator keywords of the JSON Schema front end that need more than one grammar piece:
 // propertyNames (a grammar run on each declared name, keys of additional properties),
-// contains/minContains (counting rules) and uniqueItems over finite scalar items (subset rules).
+// contains/minContains (counting rules); uniqueItems is in unique_items.cc.
 #include <algorithm>
 #include <cmath>
 
@@ -210,114 +210,6 @@ std::optional<ExprId> SchemaConverter::contains_expr(const json& s,
     }
   }
   return g_.seq({g_.literal("["), ws(), g_.ref(rules[idx(0, 0)]), ws(), g_.literal("]")});
-}
-
-namespace {
-
-// The values of an items schema that is a small integer range (type integer, both bounds,
-// annotations only) or a boolean/null type list; nullopt for anything else. Enumerated values
-// are spelled canonically, which the integer grammar also requires.
-std::optional<std::vector<json>> small_domain(const json& s) {
-  if (!s.is_object() || !s.contains("type")) return std::nullopt;
-  static const char* kAllowed[] = {
-      "type",       "minimum",     "maximum",  "exclusiveMinimum", "exclusiveMaximum",
-      "title",      "description", "default",  "examples",         "$comment",
-      "deprecated", "readOnly",    "writeOnly"};
-  for (const auto& [k, v] : s.items())
-    if (std::find(std::begin(kAllowed), std::end(kAllowed), k) == std::end(kAllowed))
-      return std::nullopt;
-  const json& t = s["type"];
-  if (t.is_array()) {  // e.g. ["boolean", "null"]
-    std::vector<json> out;
-    for (const json& x : t) {
-      if (x == "boolean") {
-        out.push_back(true);
-        out.push_back(false);
-      } else if (x == "null") {
-        out.push_back(nullptr);
-      } else {
-        return std::nullopt;
-      }
-    }
-    return out;
-  }
-  if (t != "integer") return std::nullopt;
-  double lo = -1e300, hi = 1e300;
-  auto bound = [&](const char* key, const char* excl, bool lower) {
-    auto b = s.find(key);
-    auto e = s.find(excl);
-    if (b != s.end() && b->is_number()) {
-      const double x = b->get<double>();
-      const bool strict = e != s.end() && e->is_boolean() && *e == true;  // draft 4
-      if (lower)
-        lo = std::max(lo, strict ? std::floor(x) + 1 : std::ceil(x));
-      else
-        hi = std::min(hi, strict ? std::ceil(x) - 1 : std::floor(x));
-    }
-    if (e != s.end() && e->is_number()) {
-      const double x = e->get<double>();
-      if (lower)
-        lo = std::max(lo, std::floor(x) + 1);
-      else
-        hi = std::min(hi, std::ceil(x) - 1);
-    }
-  };
-  bound("minimum", "exclusiveMinimum", true);
-  bound("maximum", "exclusiveMaximum", false);
-  if (hi - lo >= 8 || std::abs(lo) > 1e15 || std::abs(hi) > 1e15) return std::nullopt;
-  std::vector<json> out;
-  for (double v = lo; v <= hi; ++v) out.push_back(static_cast<int64_t>(v));
-  return out;
-}
-
-}  // namespace
-
-// uniqueItems over items from a finite set of scalars (enum/const/boolean/null, a small integer
-// range): each value
-// has exactly one spelling in the grammar and distinct values have distinct spellings, so
-// rules U(S) over the set S of values written so far are exact. 2^k rules: at most 8 values.
-// Anything else cannot be enforced by a context-free grammar of this size: a strict error,
-// ignored in lenient mode (nullopt: the caller builds a plain array).
-std::optional<ExprId> SchemaConverter::unique_items_expr(const json& s,
-                                                         const json& items,
-                                                         bool plain,
-                                                         int64_t lo,
-                                                         int64_t hi,
-                                                         ExprId sep,
-                                                         const std::string& path) {
-  constexpr size_t kMaxValues = 8;
-  auto refuse = [&](const std::string& why) -> std::optional<ExprId> {
-    if (!opts_.lenient) unsupported(path, why);
-    return std::nullopt;
-  };
-  if (!plain || s.contains("contains"))
-    return refuse("keyword 'uniqueItems' together with tuple items or contains");
-  auto vals = finite_values(items, path + "/items");
-  if (!vals) vals = small_domain(items);
-  if (!vals || vals->size() > kMaxValues)
-    return refuse(
-        "keyword 'uniqueItems' (enforced only for items from at most 8 scalar values: "
-        "enum/const/boolean/null, an integer range)");
-  const size_t k = vals->size();
-  std::vector<ExprId> lits;
-  for (const json& v : *vals) lits.push_back(as_rule(literal_value(v)));
-  std::vector<RuleId> rules(size_t{1} << k);
-  for (size_t m = 0; m < rules.size(); ++m)
-    rules[m] = g_.add_rule("unique" + std::to_string(g_.rules().size()));
-  for (size_t m = 0; m < rules.size(); ++m) {
-    const int64_t n = __builtin_popcountll(m);
-    std::vector<ExprId> alts;
-    if (n >= lo) alts.push_back(g_.empty());
-    if (hi < 0 || n < hi) {
-      for (size_t v = 0; v < k; ++v) {
-        if (m >> v & 1) continue;
-        alts.push_back(
-            g_.seq({n == 0 ? g_.empty() : sep, lits[v], g_.ref(rules[m | size_t{1} << v])}));
-      }
-    }
-    g_.set_body(rules[m], g_.alt(std::move(alts)));
-  }
-  return g_.seq({g_.literal("["), ws(), g_.ref(rules[0]), ws(), g_.literal("]")});
 }
 
 }  // namespace di::grammar

@@ -4,6 +4,7 @@
 
 #include "grammar/earley.h"
 #include "grammar/json_schema/converter.h"
+#include "grammar/json_schema/not_rewrite.h"
 #include "grammar/nfa.h"
 #include "grammar/regex/regex_parser.h"
 
@@ -63,9 +64,9 @@ json SchemaConverter::merge_all_of(const json& s, const std::string& path, int d
       } else if (base[k] == v) {
       } else if (k == "properties" && v.is_object() && base[k].is_object()) {
         for (auto& [pk, pv] : v.items()) {
-          if (!base[k].contains(pk))
+          if (!base[k].contains(pk) || base[k][pk] == json(true))
             base[k][pk] = pv;
-          else if (base[k][pk] != pv)
+          else if (base[k][pk] != pv && pv != json(true))  // `true` adds nothing
             base[k][pk] = json{{"allOf", json::array({base[k][pk], pv})}};
         }
       } else if (k == "required" && v.is_array() && base[k].is_array()) {
@@ -87,6 +88,8 @@ json SchemaConverter::merge_all_of(const json& s, const std::string& path, int d
       } else if ((k == "maximum" || k == "maxLength" || k == "maxItems" || k == "maxProperties") &&
                  v.is_number()) {
         base[k] = std::min(base[k].get<double>(), v.get<double>());
+      } else if (k == "const") {
+        return json(false);  // two different constants: no value is both
       } else if (known_keywords().count(k)) {
         unsupported(path, "allOf with conflicting '" + k + "'");
       }
@@ -99,17 +102,24 @@ json SchemaConverter::merge_all_of(const json& s, const std::string& path, int d
 // (Ai and Bj), exact. A oneOf counts when its branches are disjoint (then it is an anyOf; strict
 // mode refuses other oneOfs anyway), or in lenient mode, which reads oneOf as anyOf. At most 16
 // pairs; otherwise both stay, and the merge below refuses the conflict.
+// Another oneOf is "exactly one branch": the anyOf of (Bi and not Bj for every j != i), exact,
+// when every branch's negation has a positive form (negate_schema: `{required: [k]}`, object
+// conditions, type lists), e.g. oneOf [{required: [a]}, {required: [b]}] next to a dependency.
 void SchemaConverter::merge_alternatives(json& base, json& p, int depth) {
   constexpr size_t kMaxPairs = 16;
-  auto alternatives = [&](const json& x) -> const json* {
+  json exclusive[2];
+  auto alternatives = [&](const json& x, json& storage) -> const json* {
     if (x.contains("anyOf") == x.contains("oneOf")) return nullptr;  // none, or both
     const json& a = x.contains("anyOf") ? x["anyOf"] : x["oneOf"];
     if (!a.is_array() || a.empty()) return nullptr;
-    if (x.contains("oneOf") && !opts_.lenient && !one_of_disjoint(a, depth + 1)) return nullptr;
+    if (x.contains("oneOf") && !opts_.lenient && !one_of_disjoint(a, depth + 1)) {
+      storage = exclusive_branches(a);
+      return storage.is_null() ? nullptr : &storage;
+    }
     return &a;
   };
-  const json* a = alternatives(base);
-  const json* b = alternatives(p);
+  const json* a = alternatives(base, exclusive[0]);
+  const json* b = alternatives(p, exclusive[1]);
   if (!a || !b || a->size() * b->size() > kMaxPairs) return;
   json pairs = json::array();
   for (const json& x : *a)
@@ -119,6 +129,24 @@ void SchemaConverter::merge_alternatives(json& base, json& p, int depth) {
     side->erase("oneOf");
   }
   base["anyOf"] = std::move(pairs);
+}
+
+// oneOf [B1..Bn] as anyOf branches (Bi and not Bj for j != i); null when some Bj has no
+// positive negation.
+json SchemaConverter::exclusive_branches(const json& branches) {
+  std::vector<json> negated;
+  for (const json& branch : branches) {
+    negated.push_back(negate_schema(branch));
+    if (negated.back().is_null()) return json();
+  }
+  json out = json::array();
+  for (size_t i = 0; i < branches.size(); ++i) {
+    json parts = json::array({branches[i]});
+    for (size_t j = 0; j < branches.size(); ++j)
+      if (j != i) parts.push_back(negated[j]);
+    out.push_back(json{{"allOf", parts}});
+  }
+  return out;
 }
 
 bool SchemaConverter::one_of_disjoint(const json& branches, int depth) {
@@ -230,7 +258,9 @@ bool forbids_keys_only(const json& x) {
 // other side's shape (patternProperties included) stays, with those keys forbidden in it. A
 // key it declares gets the false schema; a key it does not declare is added as false when no
 // pattern matches it (additionalProperties would have judged it); a key a pattern matches
-// would need the pattern's keys to exclude it: refused like other shape merges.
+// would need the pattern's keys to exclude it: done when every pattern's language is a small
+// finite set (`^[a-e]$`), by declaring those keys instead (expand_pattern_keys), else refused
+// like other shape merges.
 bool SchemaConverter::merge_forbidden_keys(json& base, json& p, const std::string& path) {
   const bool p_forbids = forbids_keys_only(p);
   if (!p_forbids && !forbids_keys_only(base)) return false;
@@ -241,10 +271,14 @@ bool SchemaConverter::merge_forbidden_keys(json& base, json& p, const std::strin
   for (const auto& [k, v] : forbidden.items()) {
     if (!props.contains(k) && shape.contains("patternProperties")) {
       if (!shape["patternProperties"].is_object()) return false;
+      bool matched = false;
       for (const auto& [pattern, sub] : shape["patternProperties"].items())
-        if (first_pattern_match(pattern, {k}, path))
-          unsupported(path, "allOf parts that both constrain object properties ('" + k +
-                                "' matches patternProperties)");
+        matched = matched || first_pattern_match(pattern, {k}, path).has_value();
+      // Finite patterns become declared properties, so k can be forbidden among them.
+      if (matched && !expand_pattern_keys(shape, path))
+        unsupported(path, "allOf parts that both constrain object properties ('" + k +
+                              "' matches patternProperties)");
+      if (matched) props = shape["properties"];
     }
     props[k] = false;
   }

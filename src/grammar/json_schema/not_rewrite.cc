@@ -121,6 +121,11 @@ json without_values(json s, const json& excluded) {
 json negate_schema(const json& i) {
   if (i.is_boolean()) return json(!i.get<bool>());
   if (!i.is_object()) return json();
+  if (i.contains("not")) {  // not {not: X} is X, when nothing else constrains
+    for (auto& [k, v] : i.items())
+      if (k != "not" && !is_annotation(k)) return json();
+    return i["not"];
+  }
   bool object = false;
   for (auto& [k, v] : i.items()) {
     if (is_annotation(k)) continue;

@@ -185,12 +185,18 @@ ExprId SchemaConverter::value(const json& s_in, const std::string& path, int dep
   std::vector<ExprId> conj;  // anyOf/oneOf restrict the same value: handled as alternatives
   if (s.contains("anyOf") || s.contains("oneOf")) {
     bool one = s.contains("oneOf");
-    const json& branches = one ? s["oneOf"] : s["anyOf"];
+    json exclusive;
+    const json* list = one ? &s["oneOf"] : &s["anyOf"];
     if (s.contains("anyOf") && s.contains("oneOf")) unsupported(path, "anyOf together with oneOf");
-    if (!branches.is_array())
+    if (!list->is_array())
       throw SchemaError(StatusCode::kInvalidArgument, "anyOf/oneOf must be an array at " + path);
-    if (one && branches.size() > 1 && !opts_.lenient && !one_of_disjoint(branches, depth))
-      unsupported(path, "oneOf whose branches may overlap");
+    if (one && list->size() > 1 && !opts_.lenient && !one_of_disjoint(*list, depth)) {
+      // "Exactly one branch" where every branch has a positive negation (Bi and not Bj).
+      exclusive = list->size() <= 4 ? exclusive_branches(*list) : json();
+      if (exclusive.is_null()) unsupported(path, "oneOf whose branches may overlap");
+      list = &exclusive;
+    }
+    const json& branches = *list;
     json rest = s;
     rest.erase("anyOf");
     rest.erase("oneOf");

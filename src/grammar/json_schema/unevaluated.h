@@ -5,8 +5,10 @@
 // the schema's own properties/patternProperties/additionalProperties (prefixItems/items/
 // additionalItems), so the keyword is exactly additionalProperties (items after the tuple):
 // vacuous next to an additionalProperties (an items schema that covers every element), else it
-// becomes one. Other schemas are left unchanged, for the converter to refuse (strict) or ignore
-// (lenient).
+// becomes one. Next to applicators (grammar8) where what they evaluate is known statically
+// (allOf / local $ref / not; if/then/else, oneOf and anyOf branch by branch; see
+// unevaluated.cc): the same with the evaluated names declared. Other schemas are left
+// unchanged, for the converter to refuse (strict) or ignore (lenient).
 // The rewrite runs once over the document as written (every subschema position), never on the
 // converter's merged schemas: an anyOf branch merged with its parent's siblings, or a negated
 // `if`, would count evaluations the real applicators do not make (a failed `if` evaluates

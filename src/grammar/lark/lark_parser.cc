@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "grammar/lark/lark_common.h"
 #include "grammar/lark/lark_statements.h"
@@ -31,7 +32,8 @@ class Builder {
         directive(s, ignores);
         continue;
       }
-      defs.emplace_back(s, header(s));
+      const size_t body = header(s);
+      if (body != kTemplate) defs.emplace_back(s, body);
     }
     if (!ignores.empty()) ignore_ = g_.add_rule("__ignore");
     for (auto& [s, body] : defs) define(s, body, /*common=*/false);
@@ -70,8 +72,7 @@ class Builder {
     while (i < s.text.size() && name_char(s.text[i])) ++i;
     if (i == b) fail(s.line, "expected a definition 'name: ...' or a %directive");
     const std::string name = s.text.substr(b, i - b);
-    if (i < s.text.size() && s.text[i] == '{')
-      fail(s.line, "templates (" + name + "{...}) are not supported");
+    if (i < s.text.size() && s.text[i] == '{') return template_header(s, name, i);
     if (i < s.text.size() && s.text[i] == '.') {
       // A rule priority only ranks parses; a terminal priority steers Lark's lexer, which this
       // scannerless reading does not model (a terminal is just its language): neither changes
@@ -99,43 +100,95 @@ class Builder {
   }
 
   void directive(const Statement& s, std::vector<Statement>& ignores) {
-    const std::string& t = s.text;
-    if (t.rfind("%ignore", 0) == 0) {
-      ignores.push_back(Statement{t.substr(7), s.line});
-      return;
-    }
-    if (t.rfind("%import", 0) != 0) {
-      fail(s.line,
-           "'" + t.substr(0, t.find(' ')) + "' is not supported (only %import common and %ignore)");
-    }
-    std::string rest = t.substr(7);
-    rest.erase(0, rest.find_first_not_of(' '));
-    std::vector<std::string> names;
-    if (rest.rfind("common.", 0) == 0) {
-      names.push_back(rest.substr(7));
-    } else if (rest.rfind("common", 0) == 0 && rest.find('(') != std::string::npos) {
-      std::string list = rest.substr(rest.find('(') + 1);
-      list = list.substr(0, list.find(')'));
-      std::string cur;
-      for (char c : list + ",") {
-        if (c == ',') {
-          if (!cur.empty()) names.push_back(cur);
-          cur.clear();
-        } else if (c != ' ') {
-          cur += c;
-        }
+    lark::directive(s, ignores, imported_,
+                    [](const std::string& n) { return !common_line(n).empty(); });
+  }
+
+  // Templates (`name{p1, p2}: body`, used as `name{arg1, arg2}`): each distinct argument list
+  // is one instance rule whose body is the template's body with the parameters bound to the
+  // arguments (as Lark expands them). Arguments are parsed where they are written; an argument
+  // that is itself a parameter keeps its binding, so a template that calls itself with its own
+  // parameters reuses its instance (recursion ends).
+  struct Template {
+    Statement stmt;
+    size_t body = 0;
+    std::vector<std::string> params;
+  };
+  static constexpr size_t kTemplate = static_cast<size_t>(-1);
+
+  size_t template_header(const Statement& s, const std::string& name, size_t i) {
+    Template t{s, 0, {}};
+    std::string cur;
+    for (++i; i < s.text.size() && s.text[i] != '}'; ++i) {
+      if (s.text[i] == ',') {
+        t.params.push_back(cur);
+        cur.clear();
+      } else if (name_char(s.text[i])) {
+        cur += s.text[i];
+      } else if (s.text[i] != ' ') {
+        fail(s.line, "bad template parameter list of '" + name + "'");
       }
-    } else {
-      fail(s.line, "'%import " + rest + "' is not supported (only %import common.NAME)");
     }
-    for (std::string n : names) {
-      while (!n.empty() && n.back() == ' ') n.pop_back();
-      if (n.find("->") != std::string::npos || n.find(' ') != std::string::npos)
-        fail(s.line, "import aliases are not supported");
-      if (common_line(n).empty())
-        fail(s.line, "common." + n + " is not among the supported common terminals");
-      imported_.insert(n);
+    t.params.push_back(cur);
+    for (const std::string& p : t.params)
+      if (p.empty()) fail(s.line, "empty template parameter in '" + name + "'");
+    if (i >= s.text.size()) fail(s.line, "missing '}' in template '" + name + "'");
+    for (++i; i < s.text.size() && s.text[i] == ' ';) ++i;
+    if (i >= s.text.size() || s.text[i] != ':')
+      fail(s.line, "expected ':' after '" + name + "{..}'");
+    if (templates_.count(name) || defined_.count(name))
+      fail(s.line, "'" + name + "' is defined twice");
+    t.body = i + 1;
+    templates_.emplace(name, std::move(t));
+    return kTemplate;
+  }
+
+  RuleId instantiate(const std::string& name) {
+    auto tpl = templates_.find(name);
+    if (tpl == templates_.end()) fail(line_, "'" + name + "' is not a template");
+    ++pos_;  // '{'
+    std::vector<RuleId> args;
+    std::string key = name + "{";
+    ++in_args_;
+    for (;;) {
+      skip();
+      const size_t b = pos_;
+      while (pos_ < text_->size() && name_char((*text_)[pos_])) ++pos_;
+      const std::string word = text_->substr(b, pos_ - b);
+      skip();
+      const char next = pos_ < text_->size() ? (*text_)[pos_] : '\0';
+      if (auto bound = bindings_.find(word);
+          bound != bindings_.end() && (next == ',' || next == '}')) {
+        args.push_back(bound->second);  // a parameter: its binding, not a new rule
+        key += "#" + std::to_string(bound->second) + ",";
+      } else {
+        pos_ = b;
+        const ExprId e = expansions();
+        const RuleId r = g_.add_rule("__arg" + std::to_string(g_.rules().size()));
+        g_.set_body(r, e);
+        args.push_back(r);
+        key += text_->substr(b, pos_ - b) + "@" + std::to_string(context_) + ",";
+      }
+      if (eat("}")) break;
+      if (!eat(",")) fail(line_, "expected ',' or '}' in the arguments of '" + name + "'");
     }
+    --in_args_;
+    if (args.size() != tpl->second.params.size())
+      fail(line_, "template '" + name + "' takes " + std::to_string(tpl->second.params.size()) +
+                      " arguments, not " + std::to_string(args.size()));
+    if (auto done = instances_.find(key); done != instances_.end()) return done->second;
+    if (instances_.size() >= 256) fail(line_, "more than 256 template instances");
+    const RuleId r = g_.add_rule(name + "{" + std::to_string(instances_.size()) + "}");
+    instances_.emplace(key, r);
+    // Parse the body in the template's own scope, then come back.
+    auto saved = std::make_tuple(text_, pos_, line_, terminal_, bindings_, context_, in_args_);
+    bindings_.clear();
+    for (size_t i = 0; i < args.size(); ++i) bindings_[tpl->second.params[i]] = args[i];
+    context_ = static_cast<int>(instances_.size());
+    in_args_ = 0;
+    g_.set_body(r, parse_body(tpl->second.stmt, tpl->second.body, terminal_name(name)));
+    std::tie(text_, pos_, line_, terminal_, bindings_, context_, in_args_) = saved;
+    return r;
   }
 
   static std::string common_line(const std::string& name) {
@@ -202,7 +255,7 @@ class Builder {
       skip();
       if (pos_ >= text_->size()) break;
       const char c = (*text_)[pos_];
-      if (c == '|' || c == ')' || c == ']') break;
+      if (c == '|' || c == ')' || c == ']' || (in_args_ > 0 && (c == ',' || c == '}'))) break;
       if (eat("->")) {  // an alias names the tree node; the language is unchanged
         skip();
         while (pos_ < text_->size() && name_char((*text_)[pos_])) ++pos_;
@@ -281,8 +334,9 @@ class Builder {
       const size_t b = pos_;
       while (pos_ < text_->size() && name_char((*text_)[pos_])) ++pos_;
       const std::string name = text_->substr(b, pos_ - b);
-      if (pos_ < text_->size() && (*text_)[pos_] == '{')
-        fail(line_, "templates (" + name + "{...}) are not supported");
+      if (pos_ < text_->size() && (*text_)[pos_] == '{') return g_.ref(instantiate(name));
+      if (auto bound = bindings_.find(name); bound != bindings_.end()) return g_.ref(bound->second);
+      if (templates_.count(name)) fail(line_, "template '" + name + "' used without arguments");
       if (terminal_ && !terminal_name(name))
         fail(line_, "terminal refers to rule '" + name + "' (terminals may use only terminals)");
       const ExprId e = g_.ref(ref(name, line_));
@@ -291,38 +345,7 @@ class Builder {
     fail(line_, std::string("unexpected '") + c + "'");
   }
 
-  std::string string_literal() {
-    std::string out;
-    for (++pos_; pos_ < text_->size() && (*text_)[pos_] != '"'; ++pos_) {
-      char ch = (*text_)[pos_];
-      if (ch == '\\' && pos_ + 1 < text_->size()) {
-        const char e = (*text_)[++pos_];
-        // Python's escapes (a table, since "\0" would end a C string literal early).
-        static constexpr std::string_view kFrom = "nrtfv0\\\"'";
-        static constexpr char kTo[] = {'\n', '\r', '\t', '\f', '\v', '\0', '\\', '"', '\''};
-        if (auto k = kFrom.find(e); k != std::string_view::npos) {
-          out += kTo[k];
-        } else if (e == 'x' || e == 'u') {
-          const size_t n = e == 'x' ? 2 : 4;
-          const std::string hex = text_->substr(pos_ + 1, n);
-          if (hex.size() != n ||
-              hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-            fail(line_, "bad \\" + std::string(1, e) + " escape");
-          append_utf8(static_cast<uint32_t>(std::stoul(hex, nullptr, 16)), out);
-          pos_ += n;
-        } else {
-          out += '\\';  // as Python keeps unknown escapes
-          out += e;
-        }
-        continue;
-      }
-      out += ch;
-    }
-    ++pos_;
-    if (pos_ < text_->size() && (*text_)[pos_] == 'i')
-      fail(line_, "case-insensitive strings (\"...\"i) are not supported");
-    return out;
-  }
+  std::string string_literal() { return lark::string_literal(*text_, pos_, line_); }
 
   ExprId regex() {
     std::string pattern;
@@ -351,6 +374,10 @@ class Builder {
   int line_ = 0;
   bool terminal_ = false, common_ = false;
   int depth_ = 0;
+  std::map<std::string, Template> templates_;
+  std::map<std::string, RuleId> instances_;  // by template and arguments
+  std::map<std::string, RuleId> bindings_;   // parameter -> argument, inside an instance
+  int context_ = 0, in_args_ = 0;
 };
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <cctype>
 
+#include "grammar/utf8.h"
+
 namespace di::grammar::lark {
 
 [[noreturn]] void fail(int line, const std::string& what) {
@@ -70,6 +72,80 @@ std::vector<Statement> split(std::string_view text) {
   }
   flush();
   return out;
+}
+
+std::string string_literal(const std::string& text, size_t& pos, int line) {
+  std::string out;
+  for (++pos; pos < text.size() && text[pos] != '"'; ++pos) {
+    char ch = text[pos];
+    if (ch == '\\' && pos + 1 < text.size()) {
+      const char e = text[++pos];
+      // Python's escapes (a table, since "\0" would end a C string literal early).
+      static constexpr std::string_view kFrom = "nrtfv0\\\"'";
+      static constexpr char kTo[] = {'\n', '\r', '\t', '\f', '\v', '\0', '\\', '"', '\''};
+      if (auto k = kFrom.find(e); k != std::string_view::npos) {
+        out += kTo[k];
+      } else if (e == 'x' || e == 'u') {
+        const size_t n = e == 'x' ? 2 : 4;
+        const std::string hex = text.substr(pos + 1, n);
+        if (hex.size() != n || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+          fail(line, "bad \\" + std::string(1, e) + " escape");
+        append_utf8(static_cast<uint32_t>(std::stoul(hex, nullptr, 16)), out);
+        pos += n;
+      } else {
+        out += '\\';  // as Python keeps unknown escapes
+        out += e;
+      }
+      continue;
+    }
+    out += ch;
+  }
+  ++pos;
+  if (pos < text.size() && text[pos] == 'i')
+    fail(line, "case-insensitive strings (\"...\"i) are not supported");
+  return out;
+}
+
+void directive(const Statement& s,
+               std::vector<Statement>& ignores,
+               std::set<std::string>& imported,
+               const std::function<bool(const std::string&)>& is_common) {
+  const std::string& t = s.text;
+  if (t.rfind("%ignore", 0) == 0) {
+    ignores.push_back(Statement{t.substr(7), s.line});
+    return;
+  }
+  if (t.rfind("%import", 0) != 0) {
+    fail(s.line,
+         "'" + t.substr(0, t.find(' ')) + "' is not supported (only %import common and %ignore)");
+  }
+  std::string rest = t.substr(7);
+  rest.erase(0, rest.find_first_not_of(' '));
+  std::vector<std::string> names;
+  if (rest.rfind("common.", 0) == 0) {
+    names.push_back(rest.substr(7));
+  } else if (rest.rfind("common", 0) == 0 && rest.find('(') != std::string::npos) {
+    std::string list = rest.substr(rest.find('(') + 1);
+    list = list.substr(0, list.find(')'));
+    std::string cur;
+    for (char c : list + ",") {
+      if (c == ',') {
+        if (!cur.empty()) names.push_back(cur);
+        cur.clear();
+      } else if (c != ' ') {
+        cur += c;
+      }
+    }
+  } else {
+    fail(s.line, "'%import " + rest + "' is not supported (only %import common.NAME)");
+  }
+  for (std::string n : names) {
+    while (!n.empty() && n.back() == ' ') n.pop_back();
+    if (n.find("->") != std::string::npos || n.find(' ') != std::string::npos)
+      fail(s.line, "import aliases are not supported");
+    if (!is_common(n)) fail(s.line, "common." + n + " is not among the supported common terminals");
+    imported.insert(n);
+  }
 }
 
 }  // namespace di::grammar::lark

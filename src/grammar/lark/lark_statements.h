@@ -2,6 +2,8 @@
 // Lark-lite text to logical statements (lark_parser.h): one definition or %directive each.
 #pragma once
 
+#include <functional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -28,5 +30,16 @@ std::vector<Statement> split(std::string_view text);
 // Lark: a name is a terminal when its first letter (after leading underscores) is uppercase.
 bool terminal_name(std::string_view name);
 bool name_char(char c);
+
+// A %ignore (its statement appended to `ignores`) or `%import common.X` / `%import common (X,
+// Y)` (names added to `imported`; `is_common` says which are known); other directives refused.
+void directive(const Statement& s,
+               std::vector<Statement>& ignores,
+               std::set<std::string>& imported,
+               const std::function<bool(const std::string&)>& is_common);
+
+// The string literal starting at text[pos] (a '"'), Python escapes decoded; pos ends after it.
+// `"..."i` (case-insensitive) is refused.
+std::string string_literal(const std::string& text, size_t& pos, int line);
 
 }  // namespace di::grammar::lark

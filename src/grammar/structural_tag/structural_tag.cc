@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "grammar/aho_corasick.h"
+#include "grammar/structural_tag/leaf_formats.h"
 
 namespace di::grammar {
 namespace {
@@ -32,15 +33,17 @@ struct Lowered {
 };
 
 // A tag, before it is attached to a trigger. `ends` is empty when the content reads the end.
+// A token begin/end (xgrammar's TokenFormat) is `begin_token` / `end_token` (else -1).
 struct TagParts {
   std::string begin;
   Ends ends;
   ExprId content = -1;
+  ExprId begin_token = -1, end_token = -1;
 };
 
 class Builder {
  public:
-  explicit Builder(const JsonSchemaOptions& opts) : opts_(opts) {}
+  Builder(const JsonSchemaOptions& opts, const TokenTrie* vocab) : opts_(opts), vocab_(vocab) {}
 
   Grammar build(const OJson& root) {
     if (!root.is_object()) fail("structural_tag", "must be a JSON object");
@@ -138,6 +141,41 @@ class Builder {
       return {schema(f["json_schema"], path + ".json_schema"), false};
     }
     if (type == "any_text") return {free_text(ends, strings(f, "excludes", path)), true};
+    if (type == "regex" || type == "grammar") {
+      const std::string prefix = "x" + std::to_string(imports_++) + "_";
+      auto e = type == "regex" ? regex_leaf(g_, str(f, "pattern", path), prefix)
+                               : ebnf_leaf(g_, str(f, "grammar", path), vocab_, prefix);
+      if (!e) fail(path + (type == "regex" ? ".pattern" : ".grammar"), e.status().message());
+      if (type == "regex" && !strings(f, "excludes", path).empty())
+        fail(path + ".excludes", "is not supported on a regex format");
+      return {*e, false};
+    }
+    if (type == "token") return {g_.token(token_id(f, "token", path)), false};
+    if (type == "exclude_token" || type == "any_tokens") {
+      auto it = f.find("exclude_tokens");
+      if (it == f.end() || !it->is_array() || it->size() != 1)
+        fail(path + ".exclude_tokens",
+             "must list exactly one token (a token terminal excludes one; no exclusion or "
+             "several are not supported)");
+      const ExprId one = g_.token(token_id(*it, size_t{0}, path + ".exclude_tokens"), true);
+      return {type == "any_tokens" ? g_.star(one) : one, false};
+    }
+    if (type == "optional" || type == "plus" || type == "star" || type == "repeat") {
+      auto c = f.find("content");
+      if (c == f.end()) fail(path + ".content", "is missing");
+      const Lowered l = format(*c, path + ".content", ends);
+      if (l.unlimited) fail(path + ".content", "must not be unlimited in '" + type + "'");
+      if (type == "optional") return {g_.opt(l.expr), false};
+      if (type == "plus") return {g_.plus(l.expr), false};
+      if (type == "star") return {g_.star(l.expr), false};
+      auto lo = f.find("min"), hi = f.find("max");
+      if (lo == f.end() || !lo->is_number_integer() || *lo < 0 || *lo > 10000)
+        fail(path + ".min", "must be an integer in [0, 10000]");
+      if (hi == f.end() || !hi->is_number_integer() || *hi < -1 || *hi > 10000 ||
+          (*hi >= 0 && *hi < *lo))
+        fail(path + ".max", "must be -1 (unbounded) or an integer in [min, 10000]");
+      return {g_.repeat(l.expr, lo->get<int32_t>(), hi->get<int32_t>()), false};
+    }
     if (type == "sequence" || type == "or") {
       const OJson& elems = array(f, "elements", path);
       std::vector<ExprId> items;
@@ -159,12 +197,7 @@ class Builder {
              "limited elements");
       return {g_.alt(std::move(items)), unlimited > 0};
     }
-    if (type == "tag") {
-      TagParts t = tag(f, path);
-      std::vector<ExprId> parts{g_.literal(t.begin), t.content};
-      if (!t.ends.empty()) parts.push_back(literals(t.ends));
-      return {g_.seq(std::move(parts)), false};
-    }
+    if (type == "tag") return {whole(tag(f, path)), false};
     if (type == "triggered_tags") {
       std::vector<std::string> triggers;
       const OJson& tr = array(f, "triggers", path);
@@ -183,11 +216,7 @@ class Builder {
     }
     if (type == "tags_with_separator") {
       std::vector<ExprId> alts;
-      for (TagParts& t : tags(f, path)) {
-        std::vector<ExprId> parts{g_.literal(t.begin), t.content};
-        if (!t.ends.empty()) parts.push_back(literals(t.ends));
-        alts.push_back(g_.seq(std::move(parts)));
-      }
+      for (TagParts& t : tags(f, path)) alts.push_back(whole(t));
       const RuleId any = g_.add_rule("tags" + std::to_string(imports_++));
       g_.set_body(any, g_.alt(std::move(alts)));
       const std::string& sep = str(f, "separator", path);
@@ -201,8 +230,9 @@ class Builder {
       return {body, true};
     }
     fail(path + ".type", "'" + type +
-                             "' is not supported (const_string, json_schema, any_text, sequence, "
-                             "or, tag, triggered_tags, tags_with_separator)");
+                             "' is not supported (const_string, json_schema, any_text, regex, "
+                             "grammar, token, exclude_token, any_tokens, sequence, or, tag, "
+                             "triggered_tags, tags_with_separator, optional, plus, star, repeat)");
   }
 
   std::vector<TagParts> tags(const OJson& f, const std::string& path) {
@@ -217,11 +247,40 @@ class Builder {
     return out;
   }
 
+  // A token given as {"type": "token", "token": T} or as T itself, inside obj[key] (or [i]).
+  int32_t token_id(const OJson& obj, const char* key, const std::string& path) {
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(path + "." + key, "is missing");
+    auto id = token_leaf_id(*it, vocab_);
+    if (!id) fail(path + "." + key, id.status().message());
+    return *id;
+  }
+  int32_t token_id(const OJson& list, size_t i, const std::string& path) {
+    auto id = token_leaf_id(list[i], vocab_);
+    if (!id) fail(path + "[" + std::to_string(i) + "]", id.status().message());
+    return *id;
+  }
+  static bool is_token_format(const OJson& x) {
+    return x.is_object() && x.value("type", std::string()) == "token";
+  }
+
+  ExprId whole(const TagParts& t) {
+    std::vector<ExprId> parts{t.begin_token >= 0 ? t.begin_token : g_.literal(t.begin), t.content};
+    if (t.end_token >= 0) parts.push_back(t.end_token);
+    if (!t.ends.empty()) parts.push_back(literals(t.ends));
+    return g_.seq(std::move(parts));
+  }
+
   TagParts tag(const OJson& f, const std::string& path) {
     TagParts t;
-    t.begin = str(f, "begin", path);
+    if (f.contains("begin") && is_token_format(f["begin"]))
+      t.begin_token = g_.token(token_id(f["begin"], "token", path + ".begin"));
+    else
+      t.begin = str(f, "begin", path);
     auto e = f.find("end");
-    if (e != f.end() && e->is_array() && !e->empty()) {
+    if (e != f.end() && is_token_format(*e)) {
+      t.end_token = g_.token(token_id(*e, "token", path + ".end"));
+    } else if (e != f.end() && e->is_array() && !e->empty()) {
       for (size_t i = 0; i < e->size(); ++i) {
         if (!(*e)[i].is_string())
           fail(path + ".end[" + std::to_string(i) + "]", "must be a string");
@@ -239,6 +298,8 @@ class Builder {
     t.content = l.expr;
     if (l.unlimited) {
       // The content reads the end itself (free text stops at its first occurrence).
+      if (t.end_token >= 0)
+        fail(path + ".end", "a token end after unlimited content is not supported");
       if (closing.empty())
         fail(path + ".end",
              "must be non-empty after unlimited content (any_text, "
@@ -258,6 +319,9 @@ class Builder {
     const AhoCorasick ac(triggers);
     std::vector<std::vector<ExprId>> alts(triggers.size());
     for (size_t i = 0; i < tags.size(); ++i) {
+      if (tags[i].begin_token >= 0)
+        fail(path + "." + tags_field + "[" + std::to_string(i) + "].begin",
+             "must be a string (token triggers, token_triggered_tags, are not supported)");
       uint32_t n = 0;
       int32_t t = -1;
       size_t k = 0;
@@ -268,6 +332,7 @@ class Builder {
              "'" + tags[i].begin + "' must start with one of the triggers");
       std::vector<ExprId> parts{g_.literal(std::string_view(tags[i].begin).substr(k)),
                                 tags[i].content};
+      if (tags[i].end_token >= 0) parts.push_back(tags[i].end_token);
       if (!tags[i].ends.empty()) parts.push_back(literals(tags[i].ends));
       alts[t].push_back(g_.seq(std::move(parts)));
     }
@@ -309,6 +374,7 @@ class Builder {
 
   static constexpr int kMaxDepth = 64;
   JsonSchemaOptions opts_;
+  const TokenTrie* vocab_ = nullptr;
   Grammar g_;
   int imports_ = 0, depth_ = 0;
 };
@@ -316,11 +382,12 @@ class Builder {
 }  // namespace
 
 Expected<Grammar> structural_tag_to_grammar(std::string_view json_text,
-                                            const JsonSchemaOptions& opts) {
+                                            const JsonSchemaOptions& opts,
+                                            const TokenTrie* vocab) {
   OJson root = OJson::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return invalid_argument("structural_tag: is not valid JSON");
   try {
-    return Builder(opts).build(root);
+    return Builder(opts, vocab).build(root);
   } catch (const TagError& e) {
     return invalid_argument(e.what());
   }

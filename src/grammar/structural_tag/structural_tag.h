@@ -11,7 +11,11 @@
 //            {"type": "triggered_tags", "triggers", "tags", "excludes", "at_least_one",
 //             "stop_after_first"},
 //            {"type": "tags_with_separator", "tags", "separator", "at_least_one",
-//             "stop_after_first"}.
+//             "stop_after_first"}, and since grammar8 `regex`, `grammar`, `token`,
+//            `exclude_token`, `any_tokens` (leaf_formats.h), `optional` / `plus` / `star`
+//            (`content`), `repeat` (`content`, `min`, `max`; -1 unbounded), and a tag's `begin`
+//            / `end` as a token format. Other types (dispatch, token_dispatch,
+//            token_triggered_tags, qwen_xml_parameter, ...) are a 400 naming the type.
 // any_text, triggered_tags and tags_with_separator are "unlimited": inside a tag they run up to
 // the tag's end string (which they read themselves, as xgrammar does), elsewhere to the end of
 // the text, so they must come last in a sequence. Triggers become a TagDispatch (ir.h) whose
@@ -23,11 +27,14 @@
 
 #include "grammar/ir.h"
 #include "grammar/json_schema/schema_converter.h"
+#include "grammar/vocabulary.h"
 #include "util/status.h"
 
 namespace di::grammar {
 
+// `vocab`: for the token formats (leaf_formats.h); null refuses them.
 Expected<Grammar> structural_tag_to_grammar(std::string_view json_text,
-                                            const JsonSchemaOptions& opts = {});
+                                            const JsonSchemaOptions& opts = {},
+                                            const TokenTrie* vocab = nullptr);
 
 }  // namespace di::grammar

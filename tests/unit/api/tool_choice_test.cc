@@ -185,6 +185,19 @@ TEST(ToolChoice, ParallelToolCallsFalseAllowsOneCall) {
       chat({{"parallel_tool_calls", false}, {"structured_outputs", {{"regex", "a+"}}}});
   ASSERT_TRUE(with_regex.has_value()) << with_regex.status().message();
   EXPECT_EQ(with_regex->params.structured_output->kind, StructuredOutput::Kind::kRegex);
+  EXPECT_EQ(with_regex->max_tool_calls, 1);  // the reply keeps its first call only
+  for (const json& rf :
+       {json{{"type", "json_object"}},
+        json{{"type", "json_schema"},
+             {"json_schema", {{"name", "x"}, {"schema", {{"type", "object"}}}}}}}) {
+    auto with_format =
+        chat({{"tool_choice", "auto"}, {"parallel_tool_calls", false}, {"response_format", rf}});
+    ASSERT_TRUE(with_format.has_value()) << with_format.status().message();
+    EXPECT_NE(with_format->params.structured_output->kind, StructuredOutput::Kind::kToolCalls);
+    EXPECT_EQ(with_format->max_tool_calls, 1);
+  }
+  EXPECT_EQ(chat({{"parallel_tool_calls", true}})->max_tool_calls, -1);
+  EXPECT_EQ(chat(json::object())->max_tool_calls, -1);
   auto named = chat({{"tool_choice", {{"type", "function"}, {"function", {{"name", "ping"}}}}},
                      {"parallel_tool_calls", false}});
   EXPECT_EQ(spec_of_request(named)["name"], "ping");

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "schema_helper.h"
@@ -121,15 +122,75 @@ TEST(grammar_json_schema_dependencies, DemandsWithNotAlternativesAndPatterns) {
   EXPECT_NE(matched.status().message().find("dependencies"), std::string::npos);
 }
 
+// grammar8: a "k absent" part next to patternProperties that match k (finite patterns become
+// declared keys), min/maxProperties over optional members (counted), a oneOf whose branches
+// overlap next to a dependency (exactly one branch: Bi and not Bj), up to 8 open keys.
+TEST(grammar_json_schema_dependencies, FinitePatternsCountsAndExclusiveOneOf) {
+  const auto count = [](const std::set<char>& k) { return k.size(); };
+  for (const char* bounds :
+       {R"("minProperties":2)", R"("maxProperties":3)", R"("minProperties":1,"maxProperties":2)"}) {
+    Schema s(std::string(R"({"type":"object","patternProperties":{"^[a-e]$":{}},
+        "additionalProperties":false,"dependencies":{"a":["b"],"c":{"not":{"required":["d"]}}},)") +
+             bounds + "}");
+    ASSERT_TRUE(s.ok()) << bounds << ": " << s.status().message();
+    const nlohmann::json b = nlohmann::json::parse(std::string("{") + bounds + "}");
+    const size_t lo = b.value("minProperties", 0), hi = b.value("maxProperties", 5);
+    expect_subsets(s, [&](const std::set<char>& k) {
+      return (!k.count('a') || k.count('b')) && !(k.count('c') && k.count('d')) && count(k) >= lo &&
+             count(k) <= hi;
+    });
+    EXPECT_FALSE(s.accepts(R"({"f": 1, "b": 2})"));
+  }
+  // A pattern whose language is too large to enumerate (or slow to: nothing accepted for 20
+  // levels of 26-way branching) stays refused, quickly.
+  const std::pair<const char*, const char*> big[] = {{"^[a-z]{20}x$", "aaaaaaaaaaaaaaaaaaaax"},
+                                                     {"^[a-z]+$", "ab"}};
+  for (const auto& [pattern, key] : big) {
+    Schema s(std::string(R"({"type":"object","patternProperties":{")") + pattern +
+             R"(":{}},"additionalProperties":false,"dependencies":{")" + key +
+             R"(":{"not":{"required":["c"]}}}})");
+    EXPECT_FALSE(s.ok()) << pattern;
+  }
+  // Counted members without any dependency, required ones included.
+  Schema counted(R"({"properties":{"a":{},"b":{},"c":{},"d":{},"e":{}},"required":["c"],
+                     "additionalProperties":false,"minProperties":2,"maxProperties":3})");
+  ASSERT_TRUE(counted.ok()) << counted.status().message();
+  expect_subsets(counted, [&](const std::set<char>& k) {
+    return k.count('c') && count(k) >= 2 && count(k) <= 3;
+  });
+  EXPECT_FALSE(Schema(R"({"properties":{"a":{}},"additionalProperties":false,
+                          "minProperties":2})")
+                   .accepts("{}"));
+  // Additional properties cannot be counted: still refused.
+  EXPECT_FALSE(Schema(R"({"properties":{"a":{}},"minProperties":2})").ok());
+  Schema one_of(R"({"properties":{"a":{},"b":{},"c":{},"d":{},"e":{}},
+      "oneOf":[{"required":["a"]},{"required":["b"]}],"dependencies":{"c":["d"]}})");
+  ASSERT_TRUE(one_of.ok()) << one_of.status().message();
+  expect_subsets(one_of, [](const std::set<char>& k) {
+    return (k.count('a') != k.count('b')) && (!k.count('c') || k.count('d'));
+  });
+  // Five open keys (32 combinations, those contradicting a list skipped).
+  Schema five(R"({"properties":{"a":{},"b":{},"c":{},"d":{},"e":{}},"dependentRequired":
+      {"a":["b"],"b":["c"],"c":["d"],"d":["e"],"e":["a"]}})");
+  ASSERT_TRUE(five.ok()) << five.status().message();
+  expect_subsets(five, [](const std::set<char>& k) { return k.empty() || k.size() == 5; });
+}
+
 TEST(grammar_json_schema_dependencies, RefusedFormsNameTheKeyword) {
-  // Five keys that may each be present or not: 32 merged objects, refused.
-  const std::string five =
-      R"({"type":"object","dependentRequired":{"a":["x"],"b":["x"],"c":["x"],"d":["x"],"e":["x"]}})";
-  Schema s(five);
+  // Nine keys that may each be present or not (512 combinations), refused; so are more than 64
+  // combinations that survive (seven independent keys).
+  const std::string nine =
+      R"({"type":"object","dependentRequired":{"a":["x"],"b":["x"],"c":["x"],"d":["x"],"e":["x"],
+          "f":["x"],"g":["x"],"h":["x"],"i":["x"]}})";
+  const std::string seven =
+      R"({"type":"object","dependentRequired":{"a":["x"],"b":["y"],"c":["z"],"d":["w"],"e":["v"],
+          "f":["u"],"g":["t"]}})";
+  EXPECT_FALSE(Schema(seven).ok());
+  Schema s(nine);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("dependentRequired"), std::string::npos)
       << s.status().message();
-  EXPECT_TRUE(Schema(five, lenient()).ok());
+  EXPECT_TRUE(Schema(nine, lenient()).ok());
   Schema bad(R"({"dependentRequired":{"a":[1]}})");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("dependentRequired"), std::string::npos);

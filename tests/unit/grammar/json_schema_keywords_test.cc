@@ -97,6 +97,72 @@ TEST(grammar_json_schema_keywords, UniqueItemsOverFiniteItems) {
   EXPECT_FALSE(Schema(R"({"enum":[[1,1]],"uniqueItems":true})").ok());
 }
 
+// grammar8: uniqueItems over objects and strings from a finite domain (objects of enum
+// properties, enums of objects, anyOf of enums), bounded arrays over larger domains: every
+// array of up to 3 values from a wider set against the definition.
+TEST(grammar_json_schema_keywords, UniqueItemsOverEnumerableObjectsAndStrings) {
+  // Spellings: keys in schema order (the only order the grammar writes).
+  const std::vector<std::string> values = {R"({"a": 1})",
+                                           R"({"a": 2})",
+                                           R"({"a": 1, "b": true})",
+                                           R"({"a": 2, "b": false})",
+                                           R"({"b": true})",
+                                           R"({"a": 3})",
+                                           R"("x")"};
+  const auto in_domain = [](int v) { return v <= 3; };
+  Schema objects(R"({"type":"array","uniqueItems":true,"maxItems":2,"items":{"type":"object",
+      "properties":{"a":{"enum":[1,2]},"b":{"type":"boolean"}},"required":["a"],
+      "additionalProperties":false}})");
+  ASSERT_TRUE(objects.ok()) << objects.status().message();
+  std::vector<std::vector<int>> arrays{{}};
+  for (size_t i = 0; i < arrays.size(); ++i)
+    if (arrays[i].size() < 3)
+      for (int v = 0; v < static_cast<int>(values.size()); ++v) {
+        arrays.push_back(arrays[i]);
+        arrays.back().push_back(v);
+      }
+  for (const auto& a : arrays) {
+    std::string text = "[";
+    bool valid = a.size() <= 2;
+    for (size_t i = 0; i < a.size(); ++i) {
+      text += (i ? ", " : "") + values[a[i]];
+      valid = valid && in_domain(a[i]);
+      for (size_t j = 0; j < i; ++j) valid = valid && a[j] != a[i];
+    }
+    text += "]";
+    EXPECT_EQ(objects.accepts(text), valid) << text;
+  }
+  // An enum of objects: {"a": 1, "b": 2} and {"b": 2, "a": 1} are one value.
+  Schema enums(R"({"uniqueItems":true,"items":{"enum":[{"a":1,"b":2},{"b":2,"a":1},{"c":[1]}]}})");
+  ASSERT_TRUE(enums.ok()) << enums.status().message();
+  EXPECT_TRUE(enums.accepts(R"([{"a": 1, "b": 2}, {"c": [1]}])"));
+  EXPECT_FALSE(enums.accepts(R"([{"a": 1, "b": 2}, {"b": 2, "a": 1}])"));
+  EXPECT_FALSE(enums.accepts(R"([{"c": [1]}, {"c": [1]}])"));
+  Schema any_of(R"({"uniqueItems":true,"items":{"type":"string",
+                    "anyOf":[{"enum":["a","b"]},{"enum":["b","c",1]}]}})");
+  ASSERT_TRUE(any_of.ok()) << any_of.status().message();
+  EXPECT_TRUE(any_of.accepts(R"(["c", "a", "b"])"));
+  EXPECT_FALSE(any_of.accepts(R"(["b", "b"])"));
+  EXPECT_FALSE(any_of.accepts("[1]"));
+  // 20 strings: refused unbounded (2^20 subsets), compiled with maxItems 2 (211 subsets).
+  std::string twenty = "[";
+  for (int i = 0; i < 20; ++i) twenty += (i ? ",\"" : "\"") + std::to_string(i) + "\"";
+  twenty += "]";
+  Schema unbounded(R"({"uniqueItems":true,"items":{"enum":)" + twenty + "}}");
+  ASSERT_FALSE(unbounded.ok());
+  EXPECT_NE(unbounded.status().message().find("uniqueItems"), std::string::npos);
+  Schema bounded(R"({"uniqueItems":true,"maxItems":2,"items":{"enum":)" + twenty + "}}");
+  ASSERT_TRUE(bounded.ok()) << bounded.status().message();
+  EXPECT_TRUE(bounded.accepts(R"(["3", "19"])"));
+  EXPECT_FALSE(bounded.accepts(R"(["3", "3"])"));
+  EXPECT_FALSE(bounded.accepts(R"(["1", "2", "3"])"));
+  // Free strings and objects stay refused.
+  EXPECT_FALSE(Schema(R"({"uniqueItems":true,"maxItems":2,"items":{"type":"string"}})").ok());
+  EXPECT_FALSE(Schema(R"({"uniqueItems":true,"items":{"type":"object",
+      "properties":{"a":{"type":"string"}},"additionalProperties":false}})")
+                   .ok());
+}
+
 // uniqueItems over a small integer range or a boolean/null type list: every array of up to 3
 // elements from a wider set against the definition (in range, pairwise distinct).
 TEST(grammar_json_schema_keywords, UniqueItemsOverSmallDomains) {
@@ -173,15 +239,70 @@ TEST(grammar_json_schema_keywords, UnevaluatedWithoutApplicators) {
   ASSERT_TRUE(covered.ok()) << covered.status().message();
   EXPECT_TRUE(covered.accepts("[1, 2]"));
   for (const char* refused :
-       {R"({"allOf":[{"properties":{"a":{}}}],"unevaluatedProperties":false})",
-        R"({"anyOf":[{"properties":{"a":{}}}],"unevaluatedProperties":false})",
-        R"({"contains":{"type":"string"},"unevaluatedItems":false})"}) {
+       {R"({"dependentSchemas":{"a":{"properties":{"b":{}}}},"unevaluatedProperties":false})",
+        R"({"anyOf":[{"if":{"required":["a"]},"then":{"properties":{"b":{}}}}],
+            "unevaluatedProperties":false})",
+        R"({"contains":{"type":"string"},"unevaluatedItems":false})",
+        R"({"anyOf":[{"prefixItems":[{}]}],"unevaluatedItems":false})"}) {
     Schema s(refused);
     ASSERT_FALSE(s.ok()) << refused;
     EXPECT_NE(s.status().message().find("next to in-place applicators"), std::string::npos)
         << s.status().message();
     EXPECT_TRUE(Schema(refused, lenient()).ok()) << refused;
   }
+}
+
+// grammar8: next to allOf / $ref / not the evaluated names are the union of the parts';
+// if/then/else and oneOf/anyOf branches each bring their own.
+TEST(grammar_json_schema_keywords, UnevaluatedNextToApplicators) {
+  Schema all_of(R"({"$defs":{"b":{"properties":{"b":{"type":"integer"}}}},
+      "properties":{"a":{}},"allOf":[{"$ref":"#/$defs/b"},{"not":{"required":["x"]}}],
+      "unevaluatedProperties":false})");
+  ASSERT_TRUE(all_of.ok()) << all_of.status().message();
+  EXPECT_TRUE(all_of.accepts(R"({"a": 1, "b": 2})"));
+  EXPECT_FALSE(all_of.accepts(R"({"b": "s"})"));
+  EXPECT_FALSE(all_of.accepts(R"({"c": 1})"));
+  EXPECT_FALSE(all_of.accepts(R"({"x": 1})"));
+  Schema branches(R"({"type":"object","properties":{"t":{}},"oneOf":[
+      {"type":"object","properties":{"t":{"const":"a"},"a":{"type":"integer"}},"required":["t"]},
+      {"type":"object","properties":{"t":{"const":"b"},"b":{"type":"string"}},"required":["t"]}],
+      "unevaluatedProperties":false})");
+  ASSERT_TRUE(branches.ok()) << branches.status().message();
+  EXPECT_TRUE(branches.accepts(R"({"t": "a", "a": 1})"));
+  EXPECT_TRUE(branches.accepts(R"({"t": "b", "b": "s"})"));
+  EXPECT_FALSE(branches.accepts(R"({"t": "a", "b": "s"})"));  // b is not evaluated by branch a
+  EXPECT_FALSE(branches.accepts(R"({"t": "b", "a": 1})"));
+  // Overlapping branches: {"x": 1} matches both, so the oneOf fails; the branch constraints
+  // must not make them look disjoint (refused, or at least {"x": 1} rejected).
+  Schema overlap(R"({"oneOf":[{"type":"object","required":["x"]},
+      {"type":"object","properties":{"y":{}}}],"unevaluatedProperties":false})");
+  if (overlap.ok()) {
+    EXPECT_FALSE(overlap.accepts(R"({"x": 1})"));
+    EXPECT_TRUE(overlap.accepts(R"({"y": 1})"));
+  }
+  Schema cond(R"({"type":"object","properties":{"k":{"enum":["n","s"]}},
+      "if":{"properties":{"k":{"const":"n"}}},"then":{"properties":{"n":{"type":"integer"}}},
+      "else":{"properties":{"s":{"type":"string"}}},"unevaluatedProperties":false})");
+  ASSERT_TRUE(cond.ok()) << cond.status().message();
+  EXPECT_TRUE(cond.accepts(R"({"k": "n", "n": 1})"));
+  EXPECT_TRUE(cond.accepts(R"({"k": "s", "s": "x"})"));
+  EXPECT_FALSE(cond.accepts(R"({"k": "n", "s": "x"})"));
+  EXPECT_FALSE(cond.accepts(R"({"k": "s", "n": 1})"));
+  Schema items(R"({"allOf":[{"minItems":1}],"prefixItems":[{"type":"integer"}],
+                   "unevaluatedItems":false})");
+  ASSERT_TRUE(items.ok()) << items.status().message();
+  EXPECT_TRUE(items.accepts("[1]"));
+  EXPECT_FALSE(items.accepts("[1, 2]"));
+  EXPECT_FALSE(items.accepts("[]"));
+  // A part with its own prefix: the rewrite is exact, but the merge of two item shapes is
+  // still refused.
+  EXPECT_FALSE(Schema(R"({"allOf":[{"prefixItems":[{}, {}]}],"prefixItems":[{}],
+                          "unevaluatedItems":false})")
+                   .ok());
+  Schema covered(R"({"allOf":[{"additionalProperties":{"type":"integer"}}],
+                     "unevaluatedProperties":false})");
+  ASSERT_TRUE(covered.ok()) << covered.status().message();
+  EXPECT_TRUE(covered.accepts(R"({"z": 1})"));
 }
 
 TEST(grammar_json_schema_keywords, IfThenElse) {

@@ -195,9 +195,25 @@ TEST(grammar_json_schema, OneOfObjectDiscriminators) {
     {"type":"object","properties":{"a":{}},"required":["a"],"additionalProperties":false},
     {"type":"object","properties":{"b":{}},"required":["b"],"additionalProperties":false}]})");
   EXPECT_TRUE(closed.ok()) << closed.status().message();
+  // grammar8: branches that may overlap but have positive negations: exactly one holds.
   Schema open(R"({"oneOf":[
     {"type":"object","required":["a"]},{"type":"object","required":["b"]}]})");
-  EXPECT_FALSE(open.ok());
+  ASSERT_TRUE(open.ok()) << open.status().message();
+  EXPECT_TRUE(open.accepts(R"({"a": 1})"));
+  EXPECT_TRUE(open.accepts(R"({"b": 1, "c": 2})"));
+  EXPECT_FALSE(open.accepts(R"({"a": 1, "b": 2})"));
+  EXPECT_FALSE(open.accepts("{}"));
+  EXPECT_FALSE(open.accepts("1"));
+  Schema types(R"({"oneOf":[{"type":["string","null"]},{"type":["null","boolean"]}]})");
+  ASSERT_TRUE(types.ok()) << types.status().message();
+  EXPECT_TRUE(types.accepts("\"s\""));
+  EXPECT_TRUE(types.accepts("true"));
+  EXPECT_FALSE(types.accepts("null"));  // both branches hold
+  EXPECT_FALSE(types.accepts("1"));
+  // "A number but not an integer" has no positive form: refused.
+  EXPECT_FALSE(Schema(R"({"oneOf":[{"type":["integer","string"]},{"type":"number"}]})").ok());
+  // A branch without a positive negation (a pattern): still refused.
+  EXPECT_FALSE(Schema(R"({"oneOf":[{"type":"string","pattern":"^a"},{"type":"string"}]})").ok());
 }
 
 }  // namespace

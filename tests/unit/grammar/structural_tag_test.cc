@@ -184,8 +184,8 @@ TEST(grammar_structural_tag, ErrorsNameTheField) {
                          "triggers": ["<a", "<z"]})")
                 .find("triggers[1]: '<z' starts no tag"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"format": {"type": "regex", "pattern": "a"}})")
-                .find("format.type: 'regex' is not supported"),
+  EXPECT_NE(error_of(R"({"format": {"type": "dispatch", "rules": []}})")
+                .find("format.type: 'dispatch' is not supported"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"format": {"type": "sequence", "elements": [{"type": "triggered_tags",
                          "triggers": ["a"], "tags": [{"begin": "a", "content":

@@ -104,6 +104,37 @@ TEST(ResponseStream, DsmlToolCallBecomesToolCallsDelta) {
   EXPECT_EQ(c.finish, "tool_calls");
 }
 
+// parallel_tool_calls false next to another structured output: the text may hold two calls,
+// the reply (streamed or not) keeps the first, as vLLM does.
+TEST(ResponseStream, MaxToolCallsKeepsTheFirstCall) {
+  const std::string d =
+      "\xEF\xBD\x9C"
+      "DSML\xEF\xBD\x9C";  // ｜DSML｜
+  auto invoke = [&](const std::string& city) {
+    return "<" + d + " invoke name=\"get_weather\">\n<" + d +
+           " parameter name=\"city\" string=\"true\">" + city + "</" + d + " parameter>\n</" + d +
+           " invoke>";
+  };
+  const std::vector<std::string> pieces = {"<" + d + " calls>\n" + invoke("Paris") + "\n",
+                                           invoke("Rome") + "\n</" + d + " calls>"};
+  for (int limit : {-1, 1}) {
+    auto req = chat_request(false);
+    req.max_tool_calls = limit;
+    ResponseStream rs(req, "chatcmpl-4", 0, nullptr);
+    Collected c = stream_all(rs, events(pieces, engine::FinishReason::kStop));
+    ASSERT_EQ(c.tool_calls.size(), limit < 0 ? 2u : 1u);
+    EXPECT_EQ(json::parse(c.tool_calls[0]["function"]["arguments"].get<std::string>())["city"],
+              "Paris");
+    EXPECT_EQ(c.finish, "tool_calls");
+    req.stream = false;
+    ResponseStream whole(req, "chatcmpl-4", 0, nullptr);
+    for (const auto& ev : events(pieces, engine::FinishReason::kStop)) whole.accumulate(ev);
+    const json body = json::parse(whole.body());
+    EXPECT_EQ(body["choices"][0]["message"]["tool_calls"].size(), limit < 0 ? 2u : 1u);
+    EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
+  }
+}
+
 TEST(ResponseStream, NonStreamingBodyMatchesTheStreamedText) {
   auto req = chat_request(true);
   req.stream = false;
