@@ -165,6 +165,11 @@ void Model::apply_engram(int layer, const ForwardContext& ctx, RowsView x) const
   ops_->engram_gate(x, kv.view(), e.qk_weight.data(), config_.hc_mult, config_.norm_eps);
 }
 
+bool Model::in_workspace(const float* p) const {
+  const float* base = workspace_.data();
+  return base && p >= base && p < base + workspace_.size();
+}
+
 namespace {
 
 // A segment's key (Ops::begin_segment): its kind, layer and row count and the backend buffers it
@@ -241,7 +246,11 @@ void Model::run_block(int layer, ForwardContext& ctx, RowsView x, RowsView pre_m
   // The runs of ops between the attention's host-fed ops (positions, key lists, ring slots) are
   // segments: a device backend replays them as graphs (a traced forward reads the router's
   // choices back, so it runs everything eagerly).
-  const bool segments = !ctx.trace;
+  // Only rows that live in the workspace keep their addresses from step to step (a prefill
+  // chunk past kWorkspaceRows, bounded replay's narrowed rows or a draft's would be new keys every
+  // time, and fill the backend's table).
+  const bool segments =
+      !ctx.trace && T <= kWorkspaceRows && in_workspace(x.data) && in_workspace(pre_mix.data);
   const uint64_t base = segment_key({instance_id_, static_cast<uint64_t>(layer),
                                      static_cast<uint64_t>(T), ptr(x.data), ptr(pre_mix.data),
                                      ptr(b.attn_c.data), ptr(b.qkv.qr.data), ptr(b.o.data)});

@@ -149,6 +149,7 @@ class Model {
     std::vector<Buffer> owned;  // more rows than the workspace holds: fresh buffers
   };
   BlockRows block_rows(int64_t rows) const;
+  bool in_workspace(const float* p) const;
   void compress(int layer, ForwardContext& ctx, ConstRowsView u) const;
   void index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstRowsView qr) const;
   void output_projection(int layer, RowsView o, RowsView out) const;
