@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -16,6 +17,8 @@
 #include "grammar/json_schema/schema_converter.h"
 
 namespace di::grammar {
+
+class NfaGrammar;  // grammar/nfa.h
 
 struct SchemaError : std::runtime_error {
   SchemaError(StatusCode c, const std::string& m) : std::runtime_error(m), code(c) {}
@@ -73,6 +76,10 @@ class SchemaConverter {
   void merge_alternatives(json& base, json& p, int depth);
   json exclusive_branches(const json& branches);
   bool merge_forbidden_keys(json& base, json& p, const std::string& path);
+  // A patternProperties pattern as an NFA, unanchored as JSON Schema reads it; unsupported
+  // patterns are refused.
+  std::shared_ptr<const NfaGrammar> key_pattern_nfa(const std::string& pattern,
+                                                    const std::string& path);
   std::optional<std::vector<std::string>> pattern_language(const std::string& pattern,
                                                            const std::string& path);
   bool expand_pattern_keys(json& shape, const std::string& path);

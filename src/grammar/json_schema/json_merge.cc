@@ -295,15 +295,10 @@ bool SchemaConverter::merge_forbidden_keys(json& base, json& p, const std::strin
 // The first of `names` the (unanchored) pattern matches; unsupported patterns are refused.
 std::optional<std::string> SchemaConverter::first_pattern_match(
     const std::string& pattern, const std::vector<std::string>& names, const std::string& path) {
-  RegexOptions raw;
-  raw.search = true;
-  auto pg = regex_to_grammar(pattern, raw);
-  if (!pg) unsupported(path, "patternProperties pattern '" + pattern + "'");
-  auto nfa = NfaGrammar::build(*pg);
-  if (!nfa) unsupported(path, "patternProperties pattern '" + pattern + "'");
+  const std::shared_ptr<const NfaGrammar> nfa = key_pattern_nfa(pattern, path);
   for (const std::string& name : names) {
-    EarleyParser parser(nfa->get());
-    parser.reset((*nfa)->rule_start((*nfa)->root()));
+    EarleyParser parser(nfa.get());
+    parser.reset(nfa->rule_start(nfa->root()));
     bool ok = true;
     for (char c : name) ok = ok && parser.push_byte(static_cast<uint8_t>(c));
     if (ok && parser.accepting()) return name;

@@ -20,20 +20,26 @@ constexpr size_t kMaxKeyBytes = 32;
 constexpr size_t kMaxSteps = 4096;
 }  // namespace
 
-// Every key the (unanchored, as JSON Schema reads it) pattern matches, when there are at most
-// kMaxKeys of at most kMaxKeyBytes bytes each; nullopt otherwise. Depth-first over the bytes
-// the Earley parser can scan: a live parser at the length bound means an unbounded (or too
-// long) language.
-std::optional<std::vector<std::string>> SchemaConverter::pattern_language(
-    const std::string& pattern, const std::string& path) {
+std::shared_ptr<const NfaGrammar> SchemaConverter::key_pattern_nfa(const std::string& pattern,
+                                                                   const std::string& path) {
   RegexOptions raw;
   raw.search = true;
   auto pg = regex_to_grammar(pattern, raw);
   if (!pg) unsupported(path, "patternProperties pattern '" + pattern + "'");
   auto nfa = NfaGrammar::build(*pg);
   if (!nfa) unsupported(path, "patternProperties pattern '" + pattern + "'");
-  EarleyParser parser(nfa->get());
-  parser.reset((*nfa)->rule_start((*nfa)->root()));
+  return *nfa;
+}
+
+// Every key the (unanchored, as JSON Schema reads it) pattern matches, when there are at most
+// kMaxKeys of at most kMaxKeyBytes bytes each; nullopt otherwise. Depth-first over the bytes
+// the Earley parser can scan: a live parser at the length bound means an unbounded (or too
+// long) language.
+std::optional<std::vector<std::string>> SchemaConverter::pattern_language(
+    const std::string& pattern, const std::string& path) {
+  const std::shared_ptr<const NfaGrammar> nfa = key_pattern_nfa(pattern, path);
+  EarleyParser parser(nfa.get());
+  parser.reset(nfa->rule_start(nfa->root()));
   std::vector<std::string> keys;
   std::string key;
   bool finite = true;
