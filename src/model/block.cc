@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <initializer_list>
+#include <iterator>
 #include <vector>
 
 #include "model/model.h"
@@ -28,7 +29,7 @@ uint64_t ptr(const void* p) {
 
 }  // namespace
 
-Model::BlockRows Model::block_rows(int64_t rows) const {
+Model::BlockRows Model::block_rows(int64_t rows, bool stream) const {
   const ModelConfig& c = config_;
   const int64_t hc = c.hc_mult, dim = c.dim;
   const int64_t widths[] = {hc * dim,
@@ -46,8 +47,13 @@ Model::BlockRows Model::block_rows(int64_t rows) const {
   BlockRows b;
   std::vector<RowsView> views;
   if (rows > kWorkspaceRows) {
-    for (int64_t w : widths) {
-      b.owned.emplace_back(*ops_, rows, w);
+    // Only the caller's own rows: x and pre_mix for forward, the rest for a block.
+    for (size_t i = 0; i < std::size(widths); ++i) {
+      if ((i < 2) != stream) {
+        views.push_back(RowsView{});
+        continue;
+      }
+      b.owned.emplace_back(*ops_, rows, widths[i]);
       views.push_back(b.owned.back().view());
     }
   } else {
@@ -86,7 +92,7 @@ void Model::run_block(int layer, ForwardContext& ctx, RowsView x, RowsView pre_m
   const int64_t T = ctx.num_rows;
   const bool backbone = layer < config_.n_layers;
   // The block's own rows (not x or pre_mix, which forward may also hold in the workspace).
-  BlockRows b = block_rows(T);
+  BlockRows b = block_rows(T, /*stream=*/false);
   // The runs of ops between the attention's host-fed ops (positions, key lists, ring slots) are
   // segments: a device backend replays them as graphs (a traced forward reads the router's
   // choices back, so it runs everything eagerly).

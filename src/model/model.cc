@@ -243,7 +243,7 @@ Status Model::forward(ForwardContext& ctx,
   }
   const int64_t width = static_cast<int64_t>(config_.hc_mult) * config_.dim;
   // x and pre_mix at fixed addresses (the workspace) for the blocks' segment keys.
-  BlockRows io = block_rows(ctx.num_rows);
+  BlockRows io = block_rows(ctx.num_rows, /*stream=*/true);
   Buffer x, pre_mix;  // the narrowed rows of a bounded replay
   RowsView xv = io.x, pv = io.pre_mix;
   embed(ctx, xv);

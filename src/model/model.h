@@ -148,7 +148,9 @@ class Model {
     QkvRows qkv;  // views of the workspace in the buffers' place when `owned` is empty
     std::vector<Buffer> owned;  // more rows than the workspace holds: fresh buffers
   };
-  BlockRows block_rows(int64_t rows) const;
+  // `stream`: the caller is forward, which uses x and pre_mix; past kWorkspaceRows only the
+  // caller's own rows are allocated (x and pre_mix for forward, the others for a block).
+  BlockRows block_rows(int64_t rows, bool stream) const;
   bool in_workspace(const float* p) const;
   void compress(int layer, ForwardContext& ctx, ConstRowsView u) const;
   void index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstRowsView qr) const;
