@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/gemm_bf16_decode.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/moe_grouped.h"
 #include "cuda/bench_util.h"
@@ -167,6 +168,67 @@ Status bench_dense(const Shape& sh, const std::vector<int64_t>& rows_list, int r
                 fp8 ? "fp8" : "fp4", static_cast<long long>(sh.out), static_cast<long long>(sh.in),
                 static_cast<long long>(m), pick_us, floor_us, floor_us / pick_us, notes.c_str(),
                 extra);
+  }
+  return {};
+}
+
+// The tensor path's FP8 products at few rows on sm_90, act_quant included (as CudaOps::linear
+// runs them): the bf16 wgmma kernel's tile for M (block_scaled_gemm_wgmma_bf16) next to the
+// decode kernel that CudaOps picks for <= 8 rows and < 4,224 outputs (gemm_bf16_decode.cu, the
+// same bits), both on the lane-order weight layout.
+Status bench_tensor_decode(const Shape& sh,
+                           const std::vector<int64_t>& rows_list,
+                           int reps,
+                           double bw) {
+  DeviceBuffers buf;
+  const size_t wbytes = static_cast<size_t>(sh.out * sh.in);
+  const size_t sbytes = static_cast<size_t>(((sh.out + 31) / 32) * (sh.in / 32));
+  const size_t pbytes = static_cast<size_t>(backend::cuda::wgmma_bf16_layout_bytes(sh.out, sh.in));
+  const int copies = static_cast<int>(std::max<size_t>(2, kRotateBytes / wbytes + 1));
+  const auto host_w = random_bytes(wbytes, 10, false);
+  const auto host_s = random_bytes(sbytes, 20, true);
+  DI_ASSIGN_OR_RETURN(uint8_t * raw, buf.upload(host_w));
+  std::vector<DeviceWeight> ws;
+  for (int c = 0; c < copies; ++c) {
+    DI_ASSIGN_OR_RETURN(uint8_t * d, buf.alloc<uint8_t>(pbytes));
+    DI_CUDA_RETURN_IF_ERROR(backend::cuda::wgmma_bf16_permute(raw, sh.out, sh.in, d, nullptr));
+    DI_ASSIGN_OR_RETURN(uint8_t * sc, buf.upload(host_s));
+    ws.push_back({sh.format, sh.out, sh.in, d, sc});
+  }
+  if (!backend::cuda::wgmma_bf16_applies(ws[0])) return {};
+  const int64_t max_rows = *std::max_element(rows_list.begin(), rows_list.end());
+  DI_ASSIGN_OR_RETURN(float* x,
+                      buf.upload(random_floats(static_cast<size_t>(max_rows * sh.in), 3)));
+  DI_ASSIGN_OR_RETURN(uint16_t * xb, buf.alloc<uint16_t>(static_cast<size_t>(max_rows * sh.in)));
+  DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(max_rows * sh.out)));
+  DI_CUDA_RETURN_IF_ERROR(backend::cuda::quantize_fp8_bf16(x, max_rows, sh.in, xb, nullptr));
+  namespace bc = backend::cuda;
+  for (int64_t m : rows_list) {
+    const double bytes = static_cast<double>(wbytes + sbytes) + 2.0 * m * sh.in + 4.0 * m * sh.out;
+    const double floor_us = bytes / bw * 1e6;
+    DI_ASSIGN_OR_RETURN(double wg_us, graph_us(reps, [&](int i, cudaStream_t st) {
+                          cudaError_t e = bc::quantize_fp8_bf16(x, m, sh.in, xb, st);
+                          if (e != cudaSuccess) return e;
+                          return bc::block_scaled_gemm_wgmma_bf16(xb, m, ws[i % copies], y, st);
+                        }));
+    double dec_us[3] = {-1, -1, -1};
+    for (int v = 0; v <= bc::kBf16DecodeVariants; ++v) {
+      if (!bc::bf16_decode_applies(m, ws[0])) break;
+      DI_ASSIGN_OR_RETURN(dec_us[v], graph_us(reps, [&](int i, cudaStream_t st) {
+                            cudaError_t e = bc::quantize_fp8_bf16(x, m, sh.in, xb, st);
+                            if (e != cudaSuccess) return e;
+                            return bc::block_scaled_gemm_bf16_decode(xb, m, ws[i % copies], y, st,
+                                                                     v);
+                          }));
+    }
+    std::printf(
+        "| %s fp8 %lldx%lld (tensor) | %lld | %.1f | %.1f | %.2f | act_quant + wgmma tile %.1f us "
+        "(%.2f); "
+        "decode kernel 8 / 16 warps %.1f / %.1f; CudaOps takes the %s |\n",
+        sh.name, static_cast<long long>(sh.out), static_cast<long long>(sh.in),
+        static_cast<long long>(m), dec_us[0], floor_us, floor_us / dec_us[0], wg_us,
+        floor_us / wg_us, dec_us[1], dec_us[2],
+        bc::bf16_decode_preferred(m, ws[0]) ? "decode kernel" : "wgmma tile");
   }
   return {};
 }
@@ -357,6 +419,11 @@ Status run_decode_bench(bool quick) {
                                      {"square", WeightFormat::kFP8, 5120, 5120},
                                      {"expert w1", WeightFormat::kFP4, 2304, 5120},
                                      {"expert w2", WeightFormat::kFP4, 5120, 2304}};
+  for (const Shape& sh : shapes) {
+    if (sh.format == WeightFormat::kFP8) {
+      DI_RETURN_IF_ERROR(bench_tensor_decode(sh, {1, 2, 4, 8}, reps, bw));
+    }
+  }
   for (const Shape& sh : shapes) {
     const bool wide = std::string(sh.name) == "square";
     DI_RETURN_IF_ERROR(bench_dense(

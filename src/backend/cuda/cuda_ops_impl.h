@@ -19,6 +19,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/device_arena.h"
+#include "backend/cuda/gemm_bf16_decode.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/kv_cache_codec.h"
 #include "backend/cuda/op_profiler.h"
@@ -285,7 +286,11 @@ struct CudaOps::Impl {
       const size_t in = static_cast<size_t>(rows * cols);
       DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_bf16(dx, rows, cols, xb, stream));
-      DI_CUDA_RETURN_IF_ERROR(cuda::block_scaled_gemm_wgmma_bf16(xb, rows, dw, dy, stream));
+      // Few rows and outputs: the decode kernel computes the block sums of all of K at once
+      // (gemm_bf16_decode.cu; the same bits).
+      DI_CUDA_RETURN_IF_ERROR(cuda::bf16_decode_preferred(rows, dw)
+                                  ? cuda::block_scaled_gemm_bf16_decode(xb, rows, dw, dy, stream)
+                                  : cuda::block_scaled_gemm_wgmma_bf16(xb, rows, dw, dy, stream));
       return {};
     }
     DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, weight(w));

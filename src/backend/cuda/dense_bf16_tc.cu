@@ -17,6 +17,7 @@ namespace {
 
 constexpr int kWarps = 4;      // 16 output features per warp, 64 per CTA
 constexpr int kTokGroups = 8;  // 8 tokens per MMA column group, 64 tokens per pass
+constexpr int kAhead = 4;      // 32-wide K chunks whose weight loads a warp issues at once
 
 __device__ __forceinline__ uint4 load16(const uint16_t* p) {
   return __ldg(reinterpret_cast<const uint4*>(p));
@@ -55,19 +56,31 @@ __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16
       acc[tg][0] = acc[tg][1] = acc[tg][2] = acc[tg][3] = 0.0f;
     const int64_t left = rows - t0;
     const int groups = left >= kTokGroups * 8 ? kTokGroups : static_cast<int>((left + 7) / 8);
-#pragma unroll 2
-    for (int64_t kc = k_begin; kc < k_end; kc += 32) {
-      const int64_t off = kc + 8 * q;
-      const uint4 a = fa < n_out ? load16(w + fa * k + off) : zero;
-      const uint4 b = fb < n_out ? load16(w + fb * k + off) : zero;
-      const uint32_t a0[4] = {a.x, b.x, a.y, b.y}, a1[4] = {a.z, b.z, a.w, b.w};
+    // The weight loads of kAhead chunks are issued before their MMAs: at a few rows the kernel
+    // streams weights, and two chunks in flight per warp left it at ~0.4 of the byte floor.
+    for (int64_t kc0 = k_begin; kc0 < k_end; kc0 += 32 * kAhead) {
+      uint4 wa[kAhead], wb[kAhead];
 #pragma unroll
-      for (int tg = 0; tg < kTokGroups; ++tg) {
-        if (tg < groups) {
-          const int64_t t = t0 + tg * 8 + g;
-          const uint4 xv = t < rows ? load16(xg + t * x_stride + off) : zero;
-          mma_bf16(acc[tg], a0, xv.x, xv.y);
-          mma_bf16(acc[tg], a1, xv.z, xv.w);
+      for (int u = 0; u < kAhead; ++u) {
+        const int64_t off = kc0 + 32 * u + 8 * q;
+        const bool in = kc0 + 32 * u < k_end;
+        wa[u] = in && fa < n_out ? load16(w + fa * k + off) : zero;
+        wb[u] = in && fb < n_out ? load16(w + fb * k + off) : zero;
+      }
+#pragma unroll
+      for (int u = 0; u < kAhead; ++u) {
+        if (kc0 + 32 * u >= k_end) break;
+        const int64_t off = kc0 + 32 * u + 8 * q;
+        const uint4 a = wa[u], b = wb[u];
+        const uint32_t a0[4] = {a.x, b.x, a.y, b.y}, a1[4] = {a.z, b.z, a.w, b.w};
+#pragma unroll
+        for (int tg = 0; tg < kTokGroups; ++tg) {
+          if (tg < groups) {
+            const int64_t t = t0 + tg * 8 + g;
+            const uint4 xv = t < rows ? load16(xg + t * x_stride + off) : zero;
+            mma_bf16(acc[tg], a0, xv.x, xv.y);
+            mma_bf16(acc[tg], a1, xv.z, xv.w);
+          }
         }
       }
     }
