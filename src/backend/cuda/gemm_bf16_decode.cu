@@ -14,6 +14,7 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/e4m3_bf16.cuh"
 #include "backend/cuda/gemm_bf16_decode.h"
 #include "backend/cuda/mma_bf16.cuh"
 
@@ -22,18 +23,6 @@ namespace di::backend::cuda {
 namespace {
 
 constexpr int kChunk = 8;  // blocks whose weight loads a lane issues before it multiplies
-
-// Two e4m3 values to bf16x2 exactly, as gemm_wgmma_bf16.cu converts them.
-__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v) {
-  uint32_t h;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(v));
-  __half2 h2;
-  memcpy(&h2, &h, 4);
-  const __nv_bfloat162 b = __float22bfloat162_rn(__half22float2(h2));
-  uint32_t r;
-  memcpy(&r, &b, 4);
-  return r;
-}
 
 __device__ __forceinline__ uint4 load_stream(const uint8_t* p) {
   uint4 v;
@@ -143,8 +132,12 @@ bool bf16_decode_applies(int64_t rows, const DeviceWeight& w) {
          w.in_features / 32 * (8 * qp * 16 + 4) <= 227 * 1024 && wgmma_bf16_applies(w);
 }
 
-cudaError_t block_scaled_gemm_bf16_decode(
-    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s, int variant) {
+cudaError_t block_scaled_gemm_bf16_decode(const uint16_t* xb,
+                                          int64_t rows,
+                                          const DeviceWeight& w,
+                                          float* y,
+                                          cudaStream_t s,
+                                          int variant) {
   if (rows == 0 || w.out_features == 0) return cudaSuccess;
   if (!bf16_decode_applies(rows, w) || reinterpret_cast<uintptr_t>(xb) % 4 != 0) {
     return cudaErrorInvalidValue;

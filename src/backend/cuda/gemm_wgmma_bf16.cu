@@ -24,6 +24,7 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/e4m3_bf16.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/mma_e4m3.cuh"
 #include "backend/cuda/tensor_map.h"
@@ -69,19 +70,6 @@ __device__ __forceinline__ void wgmma_bt(float (&d)[BT / 2],
     static_assert(BT == 8, "BT is 8, 32, 64 or 128");
     wg::wgmma_m64n8k16_bf16_rs(d, a, b, scale_d);
   }
-}
-
-// Two e4m3 values (low byte first, in a 16-bit register) to bf16x2, exactly: e4m3 -> f16 is exact,
-// and so is f16 -> f32 -> bf16 for values of 4 significant bits.
-__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v) {
-  uint32_t h;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(v));
-  __half2 h2;
-  memcpy(&h2, &h, 4);
-  const __nv_bfloat162 b = __float22bfloat162_rn(__half22float2(h2));
-  uint32_t r;
-  memcpy(&r, &b, 4);
-  return r;
 }
 
 // The four ue8m0 weight scales of a K stage (one 32-bit word) as floats, without branches.
