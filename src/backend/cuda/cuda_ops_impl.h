@@ -304,13 +304,16 @@ struct CudaOps::Impl {
     }
     if (w.format != WeightFormat::kFP8 && w.format != WeightFormat::kFP4) {
       // Few rows: from 16K outputs a thread per output (the tiled GEMV) keeps enough bytes in
-      // flight; below 2K outputs a block per (output, row) over shared-memory copies does;
+      // flight; below 2K outputs a block per (output, row) over shared-memory copies does (also
+      // for more rows of a few outputs, such as the router's 16 x 5120 at 64 rows: 45 us in
+      // dense_gemm's 64 blocks, whose lanes are chains of K / 8 loads);
       // between them eight threads per output (dense_gemm). Many rows x outputs (or a long K):
       // the register-tiled GEMM (dense_tiled_applies). Same bits from all four.
       const bool aligned = reinterpret_cast<uintptr_t>(dx) % 16 == 0 && cols % 4 == 0;
       if (aligned && dw.out_features >= 16384 && cuda::dense_gemv_applies(rows, dw)) {
         DI_CUDA_RETURN_IF_ERROR(cuda::dense_gemv(dx, rows, dw, 1, dy, round, stream));
-      } else if (aligned && dw.out_features < 2048 && rows <= 8 &&
+      } else if (aligned && dw.out_features < 2048 &&
+                 (rows <= 8 || rows * dw.out_features <= 8192) &&
                  cuda::dense_staged_applies(rows, dw)) {
         DI_CUDA_RETURN_IF_ERROR(cuda::dense_staged(dx, rows, dw, dy, round, stream));
       } else if (cuda::dense_tiled_applies(rows, dw, 1)) {

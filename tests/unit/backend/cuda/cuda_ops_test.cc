@@ -48,6 +48,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes,
                                            LinearCase{WeightFormat::kBF16, 8, 64, 1024, false},
                                            LinearCase{WeightFormat::kBF16, 2, 40, 136, true},
                                            LinearCase{WeightFormat::kF32, 3, 20, 72, false},
+                                           // ... and more rows of few outputs (rows x out <=
+                                           // 8192: the router's shape at batch 64)
+                                           LinearCase{WeightFormat::kBF16, 64, 16, 5120, false},
+                                           LinearCase{WeightFormat::kF32, 100, 40, 256, true},
                                            // dense_gemv (>= 16K outputs, K % 32 == 0, <= 8
                                            // rows; 7 = 4 + 3)
                                            LinearCase{WeightFormat::kBF16, 7, 16400, 256, true},
