@@ -51,9 +51,11 @@ cudaError_t paged_rows(const int32_t* entries,
                        int32_t* out,
                        cudaStream_t stream);
 
-// out[r] = the first index of the largest value of row r (std::max_element; no NaN), one CTA per
-// row (greedy sampling).
+// out[r] = the first index of the largest value of row r (std::max_element; no NaN) (greedy
+// sampling): one CTA per row, or for long rows (>= 4 chunks of 4,096) a CTA per chunk and a
+// combine; `work` (8-byte aligned) holds argmax_work_bytes(rows, cols) bytes (0: may be null).
+size_t argmax_work_bytes(int64_t rows, int64_t cols);
 cudaError_t argmax_rows(
-    const float* x, int64_t rows, int64_t cols, int32_t* out, cudaStream_t stream);
+    const float* x, int64_t rows, int64_t cols, int32_t* out, void* work, cudaStream_t stream);
 
 }  // namespace di::backend::cuda
