@@ -23,6 +23,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm_bf16_decode.h"
+#include "backend/cuda/gemm_fp8.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/moe_grouped.h"
 #include "cuda/bench_util.h"
@@ -382,6 +383,14 @@ Status run_profile_launches() {
     DI_CUDA_RETURN_IF_ERROR(backend::cuda::block_scaled_gemm_wgmma_bf16(xb, mp, dwp, yp, nullptr));
     DI_CUDA_RETURN_IF_ERROR(
         backend::cuda::block_scaled_gemm_wgmma_bf16_rowmajor(xb, mp, dw, yp, nullptr));
+  }
+  // The fp8 path's persistent kernel (gemm_fp8.cu) at 4096 rows.
+  DI_ASSIGN_OR_RETURN(uint8_t * qa, buf.alloc<uint8_t>(static_cast<size_t>(mp * k)));
+  DI_ASSIGN_OR_RETURN(float* qs, buf.alloc<float>(static_cast<size_t>(mp * k / 32)));
+  DI_CUDA_RETURN_IF_ERROR(backend::cuda::quantize_fp8_e4m3(xp, mp, k, qa, qs, nullptr));
+  if (backend::cuda::wgmma_gemm_applies(qa, qs, dw)) {
+    DI_CUDA_RETURN_IF_ERROR(backend::cuda::block_scaled_gemm_fp8(backend::cuda::fp8_mode_variant(k),
+                                                                 qa, qs, mp, dw, yp, nullptr));
   }
   DI_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   return {};

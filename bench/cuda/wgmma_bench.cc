@@ -1,13 +1,14 @@
 // See wgmma_bench.h. GEMM kernels alone on device buffers (act_quant timed separately): the
-// tensor path's bf16 wgmma kernel, the FP8 wgmma kernel (--cuda-gemm wgmma), each one's tile
-// variants, the mma.sync kernels (block_scaled_gemm_tc), cuBLASLt FP8; and how many outputs the
-// wgmma kernels share bit for bit with mma.sync (their k32 block sums come from other
-// instructions).
+// tensor path's bf16 wgmma kernel, the FP8 wgmma kernels (--cuda-gemm fp8: gemm_fp8.cu's
+// persistent kernel, and gemm_wgmma.cu's session-4 one), each one's tile variants, the mma.sync
+// kernels (block_scaled_gemm_tc), cuBLASLt FP8; and how many outputs the wgmma kernels share bit
+// for bit with mma.sync (their k32 block sums come from other instructions).
 #include "cuda/wgmma_bench.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/gemm_fp8.h"
 #include "backend/cuda/kernels.h"
 #include "cuda/bench_util.h"
 #include "cuda/cublaslt_gemm.h"
@@ -83,6 +85,9 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
   DI_ASSIGN_OR_RETURN(double fp8_ms, mean_ms(iters, [&] {
                         return backend::cuda::block_scaled_gemm_wg(qa, sc, M, w, y2, nullptr);
                       }));
+  DI_ASSIGN_OR_RETURN(double s4_ms, mean_ms(iters, [&] {
+                        return backend::cuda::block_scaled_gemm_wgmma(0, qa, sc, M, w, y3, nullptr);
+                      }));
   char rmb[32];
   std::snprintf(rmb, sizeof rmb, "row-major %.4f; bf16", rm_ms);
   std::string notes = rmb;
@@ -97,9 +102,13 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
   variants(backend::cuda::kWgmmaBf16Variants, [&](int v) {
     return backend::cuda::block_scaled_gemm_wgmma_bf16(v, xb, M, wp, y3, nullptr);
   });
-  notes += "; fp8";
+  notes += "; fp8 s4";
   variants(backend::cuda::kWgmmaGemmVariants, [&](int v) {
     return backend::cuda::block_scaled_gemm_wgmma(v, qa, sc, M, w, y3, nullptr);
+  });
+  notes += "; fp8 persistent";
+  variants(backend::cuda::kFp8Variants, [&](int v) {
+    return backend::cuda::block_scaled_gemm_fp8(v, qa, sc, M, w, y3, nullptr);
   });
   // Outputs on which two kernels agree bit for bit.
   auto equal_pct = [&](const float* p1, const float* p2) -> Expected<double> {
@@ -109,6 +118,18 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
     size_t eq = 0;
     for (size_t i = 0; i < a.size(); ++i) eq += std::memcmp(&a[i], &b[i], 4) == 0;
     return 100.0 * static_cast<double>(eq) / static_cast<double>(a.size());
+  };
+  // ||p1 - p2|| / ||p2||
+  auto rel_err = [&](const float* p1, const float* p2) -> Expected<double> {
+    std::vector<float> a(static_cast<size_t>(M * N)), b(a.size());
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(a.data(), p1, a.size() * 4, cudaMemcpyDeviceToHost));
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(b.data(), p2, b.size() * 4, cudaMemcpyDeviceToHost));
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+      den += static_cast<double>(b[i]) * b[i];
+    }
+    return std::sqrt(num / den);
   };
   std::string old = "-";
   if (old_too) {
@@ -121,9 +142,13 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
                         }));
     DI_ASSIGN_OR_RETURN(double eq_bf16, equal_pct(y, y3));
     DI_ASSIGN_OR_RETURN(double eq_fp8, equal_pct(y2, y3));
-    char o[96];
-    std::snprintf(o, sizeof o, "%.4f (bits = bf16: %.2f %%, = fp8: %.2f %%)", o_ms, eq_bf16,
-                  eq_fp8);
+    // Accuracy against the mma.sync kernel (within ~1e-5 of the CPU).
+    DI_ASSIGN_OR_RETURN(double rel_fp8, rel_err(y2, y3));
+    DI_ASSIGN_OR_RETURN(double rel_bf16, rel_err(y, y3));
+    char o[160];
+    std::snprintf(o, sizeof o,
+                  "%.4f (bits = bf16: %.2f %%, = fp8: %.2f %%; rel err bf16 %.2g, fp8 %.2g)", o_ms,
+                  eq_bf16, eq_fp8, rel_bf16, rel_fp8);
     old = o;
   }
   auto lt = time_cublaslt_gemm(LtType::kFP8, N, M, K, iters);
@@ -132,11 +157,11 @@ Status bench_shape(const Shape& sh, double fp8_flops, double bytes_per_s, bool o
   char ltb[48] = "n/a";
   if (lt) std::snprintf(ltb, sizeof ltb, "%.4f (%.2f)", *lt, floor_ms / *lt);
   std::printf(
-      "| %s M=%lld N=%lld K=%lld | %.4f | %.4f | %.3f | %.0f | %s | %.4f (%.3f) | %s | %.4f | %s "
-      "|\n",
+      "| %s M=%lld N=%lld K=%lld | %.4f | %.4f | %.3f | %.0f | %s | %.4f (%.3f) | %.0f | %.4f | "
+      "%s | %.4f | %s |\n",
       sh.name, static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K), ms,
       floor_ms, floor_ms / ms, flops / (ms * 1e-3) / 1e12, ltb, fp8_ms, floor_ms / fp8_ms,
-      old.c_str(), quant_ms, notes.c_str());
+      flops / (fp8_ms * 1e-3) / 1e12, s4_ms, old.c_str(), quant_ms, notes.c_str());
   return {};
 }
 
@@ -146,9 +171,9 @@ Status bench_wgmma_gemms(double fp8_flops, double bytes_per_s, bool quick) {
   std::printf(
       "\nFP8 GEMM kernels alone (sm_90a). floor = max(FLOPs / measured fp8 peak, bytes / "
       "measured bandwidth)\n\n| shape | tensor path: bf16 wgmma ms | floor ms | floor/time | "
-      "TFLOP/s | cuBLASLt fp8 ms (floor/time) | --cuda-gemm wgmma (fp8) ms (floor/time) | "
-      "mma.sync ms | act_quant bf16 ms | variants ms |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n");
+      "TFLOP/s | cuBLASLt fp8 ms (floor/time) | --cuda-gemm fp8 ms (floor/time) | fp8 TFLOP/s | "
+      "fp8 session-4 kernel ms | mma.sync ms | act_quant bf16 ms | variants ms |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<Shape> shapes;
   for (int64_t m : {1, 16, 64, 256, 1024}) shapes.push_back({"sweep", m, 5120, 5120});
   for (int64_t m : {int64_t{4096}, int64_t{16384}}) {

@@ -25,11 +25,11 @@ Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptio
     co.graphs = options.cuda_graphs;
     if (options.cuda_gemm == "tensor") {
       co.gemm = CudaGemm::kTensor;
-    } else if (options.cuda_gemm == "wgmma") {
-      co.gemm = CudaGemm::kWgmma;
+    } else if (options.cuda_gemm == "fp8" || options.cuda_gemm == "wgmma") {
+      co.gemm = CudaGemm::kFp8;  // "wgmma": the mode's name before pgemm3
     } else if (options.cuda_gemm != "exact") {
       return invalid_argument("unknown --cuda-gemm '" + options.cuda_gemm +
-                              "' (exact, tensor or wgmma)");
+                              "' (exact, tensor or fp8)");
     }
     auto ops = CudaOps::create(pool, co);
     if (!ops) return ops.status().with_context("cuda backend");

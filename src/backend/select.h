@@ -17,8 +17,8 @@ struct BackendOptions {
   size_t cuda_arena_bytes = size_t{8} << 30;  // the weights (embedding and head included), scratch
   // FP8 GEMM path of the cuda backend: "tensor" (tensor cores, within tolerance of the CPU,
   // batch-invariant; passes check-golden on both golden folders), "exact" (bitwise = CPU) or
-  // "wgmma" (sm_90 FP8 wgmma: faster prefill, looser numerics; fails check-golden).
-  // See CudaGemm in backend/cuda/cuda_ops.h.
+  // "fp8" (sm_90 FP8 wgmma for every M: faster prefill, looser numerics; "wgmma" is an old name
+  // of it). See CudaGemm in backend/cuda/cuda_ops.h.
   std::string cuda_gemm = "tensor";
   // Time every op of the cuda backend with events (Ops::take_op_profile); slows it down a little.
   bool profile_ops = false;

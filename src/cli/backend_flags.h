@@ -20,9 +20,9 @@ inline void add_backend_flags(CLI::App& app, backend::BackendOptions& opts) {
   app.add_option(
          "--cuda-gemm", opts.cuda_gemm,
          "FP8 GEMM on cuda: tensor (default; tensor cores, within tolerance of cpu, "
-         "batch-invariant), exact (bitwise = cpu, CUDA cores) or wgmma (sm_90a prefill kernel, "
-         "faster, looser: fails check-golden's per-layer tolerances)")
-      ->check(CLI::IsMember({"exact", "tensor", "wgmma"}));
+         "batch-invariant), exact (bitwise = cpu, CUDA cores) or fp8 (sm_90a FP8 wgmma, faster "
+         "prefill, looser numerics; wgmma is its old name)")
+      ->check(CLI::IsMember({"exact", "tensor", "fp8", "wgmma"}));
   app.add_option_function<std::string>(
          "--cuda-graphs", [&opts](const std::string& v) { opts.cuda_graphs = v == "on"; },
          "on (default): the model's fixed runs of ops are recorded once as CUDA graphs and "

@@ -28,12 +28,13 @@ Expected<std::unique_ptr<CudaOps>> CudaOps::create(ThreadPool& /*pool*/,
     return Status(StatusCode::kUnavailable, "no CUDA device " + std::to_string(options.device));
   }
   DI_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
-  if (options.gemm == CudaGemm::kWgmma) {
+  if (options.gemm == CudaGemm::kFp8) {
     cudaDeviceProp prop{};
     DI_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, options.device));
     if (prop.major != 9 || prop.minor != 0) {
       return Status(StatusCode::kUnavailable,
-                    "the wgmma GEMM path needs an sm_90 device; use --cuda-gemm tensor");
+                    "--cuda-gemm fp8 needs an sm_90 (Hopper) device: its FP8 wgmma "
+                    "kernels exist only for sm_90a; use --cuda-gemm tensor");
     }
   }
   if (options.gemm == CudaGemm::kTensor) {
@@ -122,8 +123,8 @@ void CudaOps::grouped_linear(
           return Status(StatusCode::kInvalidArgument, "grouped_linear: shapes do not match");
         }
         DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, m.weight(w));
-        if (m.gemm == CudaGemm::kTensor && cuda::dense_bf16_tc_supports(dw, groups)) {
-          // The tensor path: bf16 MMAs for every M (dense_bf16_tc.cu); x is bf16 in the
+        if (m.gemm != CudaGemm::kExact && cuda::dense_bf16_tc_supports(dw, groups)) {
+          // The tensor and fp8 paths: bf16 MMAs for every M (dense_bf16_tc.cu); x is bf16 in the
           // reference (the attention output), so the conversion is exact.
           const int64_t n = x.rows * x.cols;
           DI_ASSIGN_OR_RETURN(uint16_t * xb, m.scratch<uint16_t>(static_cast<size_t>(n)));

@@ -22,12 +22,13 @@ namespace di::backend {
 // contract"). kExact: CUDA cores in the CPU's 8-lane order, bitwise equal to the CPU backend.
 // kTensor: one tensor-core product per 32-block (on sm_90 with K % 128 == 0 a bf16 wgmma kernel,
 // else e4m3 mma.sync), within tolerance of the CPU and bitwise batch-invariant (needs sm_89+).
-// kWgmma: Hopper wgmma FP8 (sm_90a) for every M, falling back to kTensor's kernels for weights it
-// cannot take (K % 128 != 0); about 3x faster than kTensor at prefill sizes, bitwise
-// batch-invariant, but its k32 block sums carry the FP8 tensor core's truncating accumulation
-// (relative error ~6e-4 vs the CPU, 30x kTensor's): it fails check-golden's per-layer tolerances,
-// so it is opt-in. FP4 and dense weights always take the exact kernels.
-enum class CudaGemm { kExact, kTensor, kWgmma };
+// kFp8 (`--cuda-gemm fp8`): Hopper FP8 wgmma (sm_90a) for every M, the CPU's per-32-block
+// promotion in K order, falling back to the mma.sync kernels for weights it cannot take
+// (K % 128 != 0); bitwise batch-invariant, faster than kTensor at prefill sizes, but its k32
+// block sums carry the FP8 tensor core's truncating accumulation (relative error ~6e-4 vs the CPU,
+// 30x kTensor's), so it is opt-in (docs/notes/cuda-kernels.md, pgemm3); every other product
+// (BF16 heads, routed FP4 experts) runs as on kTensor.
+enum class CudaGemm { kExact, kTensor, kFp8 };
 
 struct CudaOptions {
   int device = 0;

@@ -294,9 +294,10 @@ struct CudaOps::Impl {
       return {};
     }
     DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, weight(w));
-    if (gemm == CudaGemm::kTensor && cuda::dense_bf16_tc_applies(dw)) {
-      // The large BF16 products (the heads) on tensor cores for every M (dense_bf16_tc.cu). x is
-      // bf16 in the reference (the normed hidden state), so the conversion is exact.
+    if (gemm != CudaGemm::kExact && cuda::dense_bf16_tc_applies(dw)) {
+      // The large BF16 products (the heads) on tensor cores for every M (dense_bf16_tc.cu), on the
+      // tensor and fp8 paths. x is bf16 in the reference (the normed hidden state), so the
+      // conversion is exact.
       DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(static_cast<size_t>(rows * cols)));
       DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_bits(dx, rows * cols, xb, stream));
       DI_CUDA_RETURN_IF_ERROR(cuda::dense_bf16_tc(xb, rows, dw, 1, dy, round, stream));
@@ -336,7 +337,7 @@ struct CudaOps::Impl {
     if (!exact) {
       DI_ASSIGN_OR_RETURN(uint8_t * qa, scratch<uint8_t>(in));
       DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_e4m3(dx, rows, cols, qa, sc, stream));
-      DI_CUDA_RETURN_IF_ERROR(gemm == CudaGemm::kWgmma
+      DI_CUDA_RETURN_IF_ERROR(gemm == CudaGemm::kFp8
                                   ? cuda::block_scaled_gemm_wg(qa, sc, rows, dw, dy, stream)
                                   : cuda::block_scaled_gemm_tc(qa, sc, rows, dw, dy, stream));
     } else {

@@ -1,6 +1,6 @@
-// Block-scaled FP8 GEMM on Hopper's FP8 wgmma (sm_90a): the opt-in `--cuda-gemm wgmma` path
-// (docs/notes/cuda-kernels.md, session 4: faster than the bf16 kernel of the `tensor` path, but its
-// block sums carry the FP8 tensor core's truncating accumulation and fail check-golden). The
+// Block-scaled FP8 GEMM on Hopper's FP8 wgmma (sm_90a): the opt-in `--cuda-gemm fp8` path for few
+// rows, and the reference of gemm_fp8.cu's faster schedule above them (docs/notes/cuda-kernels.md,
+// session 4 and pgemm3: its block sums carry the FP8 tensor core's truncating accumulation). The
 // numerics are gemm_tc.cu's: per output, per 32-wide K block, the block sum is one k32 tensor-core
 // product started from zero (wgmma with scale-d = 0), then acc = fma(sum, a_scale * w_scale, acc)
 // in ascending K order, bf16 at the end. An output depends only on its row of A and column of B,
@@ -14,6 +14,7 @@
 // costs one FFMA per output per k32, the same issue budget as the FP8 tensor rate, so this overlap
 // is what the kernel's speed rests on.
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/gemm_fp8.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/tensor_map.h"
 #include "backend/cuda/wgmma_ptx.cuh"
@@ -319,9 +320,12 @@ cudaError_t block_scaled_gemm_wg(const uint8_t* qa,
   // Every M on this kernel family (the same bits whatever the tile: batch invariant); weights it
   // cannot take go to the mma.sync kernels, for every M too. Tiles by M: fastest on the H200 at
   // N = K = 5120 (docs/benchmarks.md).
+  // Above 64 rows the persistent kernel of gemm_fp8.cu (the same bits, tested).
   if (!wgmma_gemm_applies(qa, scales, w)) return block_scaled_gemm_tc(qa, scales, rows, w, y, s);
-  const int v = rows <= 16 ? 2 : rows <= 64 ? 3 : 0;
-  return block_scaled_gemm_wgmma(v, qa, scales, rows, w, y, s);
+  if (rows > 64) {
+    return block_scaled_gemm_fp8(fp8_mode_variant(w.in_features), qa, scales, rows, w, y, s);
+  }
+  return block_scaled_gemm_wgmma(rows <= 16 ? 2 : 3, qa, scales, rows, w, y, s);
 }
 
 }  // namespace di::backend::cuda

@@ -229,7 +229,7 @@ bool tensor_decode_fits(int64_t rows, int64_t in_features);
 cudaError_t block_scaled_gemm_tc_decode(
     int variant, const float* x, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
 // --- gemm_wgmma.cu (sm_90a wgmma + TMA; the sequence of block_scaled_gemm_tc, but each k32 block
-// sum is an FP8 wgmma's, whose truncating accumulation is ~30x less accurate: CudaGemm::kWgmma) ---
+// sum is an FP8 wgmma's, whose truncating accumulation is ~30x less accurate: CudaGemm::kFp8) ---
 // Whether the wgmma kernel can run this product here: an sm_90 device, FP8 weights, K % 128 == 0
 // and 16-byte aligned operands.
 bool wgmma_gemm_applies(const uint8_t* qa, const float* scales, const DeviceWeight& w);
@@ -245,7 +245,9 @@ cudaError_t block_scaled_gemm_wgmma(int variant,
                                     const DeviceWeight& w,
                                     float* y,
                                     cudaStream_t s);
-// The kWgmma path: the wgmma kernel (tile by M) where it applies, else block_scaled_gemm_tc.
+// The CudaGemm::kFp8 path, every M on one family of equal bits: block_scaled_gemm_wgmma's small
+// tiles for few rows, block_scaled_gemm_fp8 (gemm_fp8.h) above them; block_scaled_gemm_tc where the
+// wgmma kernels do not apply (K % 128 != 0).
 cudaError_t block_scaled_gemm_wg(const uint8_t* qa,
                                  const float* scales,
                                  int64_t rows,
