@@ -31,6 +31,15 @@ struct Plan {
   int32_t* slot_of;      // [P] slot of each (token, k); -1 for an out-of-range expert id
 };
 
+// Work unit `u` of the plan (at most `max_rows` rows of one expert): its expert, first slot, rows.
+struct Unit {
+  int expert, slot0, rows;
+};
+__device__ __forceinline__ Unit unit_of(const Plan& p, int u, int max_rows) {
+  const int e = __ldcg(p.unit_expert + u), r0 = __ldcg(p.unit_row0 + u);
+  return {e, __ldcg(p.offsets + e) + r0, min(max_rows, __ldcg(p.counts + e) - r0)};
+}
+
 // The max of |v| over a warp: order-free, so the same scale as quantize_fp8's loop.
 __device__ __forceinline__ float warp_amax(float v) {
   for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
