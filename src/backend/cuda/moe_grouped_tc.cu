@@ -219,13 +219,19 @@ cudaError_t grid_for(Kernel kernel, int threads, int smem, int64_t items, unsign
   return cudaSuccess;
 }
 
-// The plan (units of rpp rows) and act_quant of x.
-cudaError_t launch_plan(const MoeRoutedArgs& a, const Scratch& s, int64_t rpp, cudaStream_t st) {
+// The plan (units of rpp rows) and act_quant of x: f16 in MMA order, or (fp8) e4m3 bytes in the
+// same order for the wgmma GEMMs (in the same scratch piece).
+cudaError_t launch_plan(
+    const MoeRoutedArgs& a, const Scratch& s, int64_t rpp, bool fp8, cudaStream_t st) {
   const int64_t pairs = a.tokens * a.topk, x_blocks = a.tokens * a.dim / 32;
-  const moe::PlanArgs pa{a.experts, a.weights,     static_cast<int>(pairs),
-                         a.topk,    a.num_experts, static_cast<int>(rpp),
-                         a.x,       x_blocks,      nullptr,
-                         s.sx,      s.qx};
+  moe::PlanArgs pa{a.experts, a.weights,     static_cast<int>(pairs),
+                   a.topk,    a.num_experts, static_cast<int>(rpp),
+                   a.x,       x_blocks,      nullptr,
+                   s.sx,      s.qx};
+  if (fp8) {
+    pa.qx16 = nullptr;
+    pa.qx8 = reinterpret_cast<uint8_t*>(s.qx);
+  }
   const int64_t qctas = std::min<int64_t>((x_blocks + 31) / 32, 256);
   moe::plan_kernel<<<static_cast<unsigned>(1 + qctas), moe::kPlanThreads, 0, st>>>(pa, s.plan);
   return cudaGetLastError();
@@ -243,7 +249,7 @@ cudaError_t launch_tc(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st)
   const int64_t pairs = a.tokens * a.topk, rpp = 8 * NT;
   const int64_t units =
       std::min(pairs, std::min<int64_t>(a.num_experts, pairs) + (pairs + rpp - 1) / rpp);
-  cudaError_t e = launch_plan(a, s, rpp, st);
+  cudaError_t e = launch_plan(a, s, rpp, false, st);
   if (e != cudaSuccess) return e;
 
   TcArgs up{};
@@ -287,11 +293,17 @@ cudaError_t launch_tc(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st)
 
 // The wgmma GEMMs (moe_grouped_wgmma.cu) over 128-row units; on devices without wgmma the
 // 32-row mma.sync variant, which gives the same bits.
-cudaError_t launch_wg(const MoeRoutedArgs& a, const Scratch& s, bool fold, cudaStream_t st) {
+cudaError_t launch_wg(const MoeRoutedArgs& a, const Scratch& s, int mode, cudaStream_t st) {
   if (!moe_wgmma_available()) return launch_tc<4, 2>(a, s, st);
-  cudaError_t e = launch_plan(a, s, kMoeWgmmaUnitRows, st);
+  cudaError_t e = launch_plan(a, s, kMoeWgmmaUnitRows, true, st);
   if (e != cudaSuccess) return e;
-  e = moe_wgmma_gemms(a, MoeWgmmaBuffers{s.qx, s.sx, s.qh, s.sh, s.y, s.plan}, fold, st);
+  const MoeWgmmaBuffers b{reinterpret_cast<const uint8_t*>(s.qx),
+                          s.sx,
+                          reinterpret_cast<uint8_t*>(s.qh),
+                          s.sh,
+                          s.y,
+                          s.plan};
+  e = moe_wgmma_gemms(a, b, mode, st);
   if (e != cudaSuccess) return e;
   return launch_combine(a, s, st);
 }
@@ -316,8 +328,9 @@ cudaError_t moe_routed_tc(const MoeRoutedArgs& a, void* scratch, cudaStream_t st
   if (!moe_routed_supports(a)) return cudaErrorInvalidValue;
   Scratch s{};
   carve(scratch, a.tokens, a.topk, a.num_experts, a.dim, a.inter, &s);
-  switch (a.tile_variant >= 0 ? a.tile_variant
-                              : moe_routed_tc_pick(a.tokens, a.topk, a.num_experts)) {
+  const int v =
+      a.tile_variant >= 0 ? a.tile_variant : moe_routed_tc_pick(a.tokens, a.topk, a.num_experts);
+  switch (v) {
     case 0:
       return launch_tc<1, 2>(a, s, st);
     case 1:
@@ -331,9 +344,9 @@ cudaError_t moe_routed_tc(const MoeRoutedArgs& a, void* scratch, cudaStream_t st
     case 5:
       return launch_tc<4, 1>(a, s, st);
     case 6:
-      return launch_wg(a, s, true, st);
     case 7:
-      return launch_wg(a, s, false, st);
+    case 8:
+      return launch_wg(a, s, v - 6, st);
     default:
       return cudaErrorInvalidValue;
   }

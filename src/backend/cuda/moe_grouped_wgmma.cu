@@ -1,9 +1,9 @@
 // The routed experts' grouped GEMMs on wgmma (sm_90a) for many rows per expert: moe_routed_tc's
-// variants 6 and 7 (moe_grouped_tc.cu runs the plan with 128-row units and the combine around
-// them). Persistent CTAs of one producer and two consumer warpgroups over (unit, column tile)
-// items; the K loop is moe_wgmma_pipe.cuh's. The outputs are the mma.sync kernels' bits: the same
-// k16 steps per 32-block, the same promotion (folded or not, see the pipe), the same SwiGLU and
-// act_quant epilogue per element; tested bitwise against them on every shape.
+// variants 6-8 (moe_grouped_tc.cu runs the plan with 128-row units and act_quant of x as e4m3
+// bytes, and the combine, around them). Persistent CTAs of one producer and two consumer warpgroups
+// over (unit, column tile) items; the K loop is moe_wgmma_pipe.cuh's. The outputs are the mma.sync
+// kernels' bits: the same k16 steps per 32-block, the same promotion (folded or not, see the pipe),
+// the same SwiGLU and act_quant epilogue per element; tested bitwise against them on every shape.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -22,13 +22,13 @@ using moe_wg::Smem;
 
 struct WgArgs {
   moe::Plan p;
-  const uint16_t* q;  // [rows, K] f16 act_quant values in MMA order, and their scales
+  const uint8_t* q;  // [rows, K] act_quant values (e4m3) in MMA order, and their scales
   const float* q_scale;
   ExpertMatrices m[2];  // w1, w3 (up) or w2 (down)
   int64_t K, N;
   int tiles;  // up: N / 64 (w1 and w3 columns together); down: N / 128
   float limit;
-  uint16_t* out_q;  // up: act_quant(h) (f16, MMA order) and its scales
+  uint8_t* out_q;  // up: act_quant(h) (e4m3, MMA order) and its scales
   float* out_scale;
   float* out;  // down: y
 };
@@ -71,7 +71,7 @@ __device__ __forceinline__ void up_epilogue(const WgArgs& a,
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
         a.out_q[slot * a.N + fb + moe::mma_pos(8 * (i / 2) + 2 * tig + i % 2)] =
-            __half_as_ushort(__float2half_rn(moe::act_value(hv[qb][i], s)));
+            moe::e4m3_byte(moe::act_value(hv[qb][i], s));
       }
       if (tig == 0) a.out_scale[slot * (a.N / 32) + fb / 32] = s;
     }
@@ -101,7 +101,9 @@ __device__ __forceinline__ void down_epilogue(const WgArgs& a,
 
 // kMats 2: the up GEMM (w1, w3 + SwiGLU + act_quant of h, tokens gathered through row_of);
 // kMats 1: the down GEMM (w2, rows are the unit's slots).
-template <int kMats, bool kFold>
+// kSets: the consumers' block-sum sets (moe_wgmma_pipe.cuh); with 2 the consumers take 232
+// registers and the producer 40, with 1 every thread has 168.
+template <int kMats, bool kFold, int kSets>
 __global__ void __launch_bounds__(moe_wg::kThreads, 1) moe_wg_kernel(WgArgs a) {
 #if DI_WGMMA_ENABLED
   extern __shared__ unsigned char smem_raw[];
@@ -127,17 +129,17 @@ __global__ void __launch_bounds__(moe_wg::kThreads, 1) moe_wg_kernel(WgArgs a) {
     return Item{un.expert, un.slot0, un.rows, static_cast<int>(i % a.tiles)};
   };
   if (wgi == 0) {
-    wg::setmaxnreg_dec<40>();
+    if constexpr (kSets == 2) wg::setmaxnreg_dec<40>();
     for (int64_t i = blockIdx.x; i < items; i += gridDim.x) {
       const Item it = item_of(i);
       const bool w3 = kMats == 2 && threadIdx.x >= 64;  // (a select: no local-memory index)
       const ExpertMatrices& mat = w3 ? a.m[1] : a.m[0];
-      moe_wg::produce<kMats, kFold>(it, nst, a.K, mat.data[it.expert], mat.scale[it.expert], sm, sb,
-                                    gs);
+      moe_wg::produce<kMats, kFold, kSets == 1>(it, nst, a.K, mat.data[it.expert],
+                                                mat.scale[it.expert], sm, sb, gs);
     }
     return;
   }
-  wg::setmaxnreg_inc<232>();
+  if constexpr (kSets == 2) wg::setmaxnreg_inc<232>();
   const int t = threadIdx.x % 128;
   const int tt0 = 64 * (wgi - 1) + 16 * (t / 32) + (t % 32) / 4;  // the accumulators' first token
   for (int64_t i = blockIdx.x; i < items; i += gridDim.x) {
@@ -145,7 +147,7 @@ __global__ void __launch_bounds__(moe_wg::kThreads, 1) moe_wg_kernel(WgArgs a) {
     const int tl = min(64 * (wgi - 1) + t / 2, it.rows - 1);  // the row this thread copies
     const int64_t src = kMats == 2 ? __ldcg(a.p.row_of + it.slot0 + tl) : it.slot0 + tl;
     float acc[64];
-    moe_wg::consume(nst, a.K, a.q, a.q_scale, src, sm, sb, wgi - 1, gs, acc);
+    moe_wg::consume<kSets>(nst, a.K, a.q, a.q_scale, src, sm, sb, wgi - 1, gs, acc);
     if constexpr (kMats == 2) {
       up_epilogue(a, it, tt0, acc);
     } else {
@@ -155,9 +157,9 @@ __global__ void __launch_bounds__(moe_wg::kThreads, 1) moe_wg_kernel(WgArgs a) {
 #endif
 }
 
-template <int kMats, bool kFold>
+template <int kMats, bool kFold, int kSets>
 cudaError_t launch(const WgArgs& a, int64_t max_items, cudaStream_t st) {
-  auto* kernel = moe_wg_kernel<kMats, kFold>;
+  auto* kernel = moe_wg_kernel<kMats, kFold, kSets>;
   int device = 0, sms = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
@@ -167,6 +169,20 @@ cudaError_t launch(const WgArgs& a, int64_t max_items, cudaStream_t st) {
   if (e != cudaSuccess) return e;
   const auto grid = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(max_items, sms)));
   return moe::launch_pdl(kernel, dim3(grid), dim3(moe_wg::kThreads), Smem::kBytes, st, a);
+}
+
+template <int kMats>
+cudaError_t launch_mode(int mode, const WgArgs& a, int64_t max_items, cudaStream_t st) {
+  switch (mode) {
+    case 0:
+      return launch<kMats, true, 1>(a, max_items, st);
+    case 1:
+      return launch<kMats, false, 1>(a, max_items, st);
+    case 2:
+      return launch<kMats, true, 2>(a, max_items, st);
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace
@@ -181,7 +197,7 @@ bool moe_wgmma_available() {
 
 cudaError_t moe_wgmma_gemms(const MoeRoutedArgs& a,
                             const MoeWgmmaBuffers& b,
-                            bool fold,
+                            int mode,
                             cudaStream_t st) {
   const int64_t pairs = a.tokens * a.topk;
   const int64_t units = std::min(
@@ -198,8 +214,7 @@ cudaError_t moe_wgmma_gemms(const MoeRoutedArgs& a,
   up.limit = a.swiglu_limit;
   up.out_q = b.qh;
   up.out_scale = b.sh;
-  cudaError_t e =
-      fold ? launch<2, true>(up, units * up.tiles, st) : launch<2, false>(up, units * up.tiles, st);
+  cudaError_t e = launch_mode<2>(mode, up, units * up.tiles, st);
   if (e != cudaSuccess) return e;
   WgArgs down = up;
   down.q = b.qh;
@@ -210,8 +225,7 @@ cudaError_t moe_wgmma_gemms(const MoeRoutedArgs& a,
   down.N = a.dim;
   down.tiles = static_cast<int>(a.dim / kCols);
   down.out = b.y;
-  return fold ? launch<1, true>(down, units * down.tiles, st)
-              : launch<1, false>(down, units * down.tiles, st);
+  return launch_mode<1>(mode, down, units * down.tiles, st);
 }
 
 }  // namespace di::backend::cuda
