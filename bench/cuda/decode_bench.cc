@@ -350,7 +350,7 @@ Status run_moe_bench(int mode) {
   if (sweep) {
     for (int v = 0; v < backend::cuda::kMoeTcVariants; ++v) all.push_back(v);
   }
-  DI_RETURN_IF_ERROR(bench_moe({1, 8, 64, 256, 4096}, 5, bw, flops, all));
+  if (mode != 4) DI_RETURN_IF_ERROR(bench_moe({1, 8, 64, 256, 4096}, 5, bw, flops, all));
   // Many rows per expert (the wgmma kernels, variants 6-8, against the 32-row mma.sync variant 2):
   // one timed graph of 20 launches each.
   std::printf(
