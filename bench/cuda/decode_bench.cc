@@ -235,10 +235,17 @@ Status bench_tensor_decode(const Shape& sh,
 }
 
 // Routed experts at V4.1 shapes for `tokens` tokens with uniformly random top-k routing.
-Status bench_moe(
-    const std::vector<int64_t>& token_list, int reps, double bw, double flops, bool sweep = true) {
+// `variants`: the tensor path's tile variants timed after its pick (in the notes); exact: the
+// CUDA-core path too, up to 256 tokens.
+Status bench_moe(const std::vector<int64_t>& token_list,
+                 int reps,
+                 double bw,
+                 double flops,
+                 const std::vector<int>& variants,
+                 int E = 384,
+                 bool exact = true) {
   namespace bc = backend::cuda;
-  const int E = 384, topk = 6;
+  const int topk = 6;
   const int64_t dim = 5120, inter = 2304;
   const size_t mat_bytes = static_cast<size_t>(inter * dim / 2);
   const size_t mat_scale = static_cast<size_t>(inter * dim / 32);
@@ -312,12 +319,14 @@ Status bench_moe(
     const double flop_us = 2.0 * T * topk * 3 * dim * inter / flops * 1e6;
     const double floor_us = std::max(byte_us, flop_us);
     for (const bool tc : {false, true}) {
-      if (!tc && T > 256) continue;  // the CUDA-core path at prefill sizes: seconds per graph
+      if (!tc && (T > 256 || !exact)) continue;  // the CUDA-core path at prefill: seconds a graph
       a.tensor_cores = tc;
-      std::string notes = tc ? "rows per unit 8/16/32:" : "CUDA cores (moe_routed_pick)";
+      std::string notes = tc ? "variants" : "CUDA cores (moe_routed_pick)";
       double pick_us = 0;
       // The CUDA-core variants' sweep is in session 6's table; only the tensor path sweeps here.
-      for (int v = -1; v < (sweep && tc ? bc::kMoeTcVariants : 0); ++v) {
+      std::vector<int> vs = {-1};
+      if (tc) vs.insert(vs.end(), variants.begin(), variants.end());
+      for (const int v : vs) {
         a.tile_variant = v;
         DI_ASSIGN_OR_RETURN(double us, graph_us(reps, [&](int i, cudaStream_t st) {
                               bc::MoeRoutedArgs c = a;
@@ -328,17 +337,18 @@ Status bench_moe(
         if (v < 0) {
           pick_us = us;
         } else {
-          char b[24];
-          std::snprintf(b, sizeof b, " %.1f", us);
+          char b[48];
+          std::snprintf(b, sizeof b, " %d: %.1f (%.0f TF/s)", v, us,
+                        2.0 * T * topk * 3 * dim * inter / us / 1e6);
           notes += b;
         }
       }
       std::printf(
-          "| moe_routed fp4 E=384 top-6 5120/2304, %s | %lld | %.1f | %.1f | %.2f | byte floor "
+          "| moe_routed fp4 E=%d top-6 5120/2304, %s | %lld | %.1f | %.1f | %.2f | byte floor "
           "%.1f, FLOP floor %.1f us (%.0f TFLOP/s); %.1f experts touched (%.0f MB); %s |\n",
-          tc ? "tensor" : "exact", static_cast<long long>(T), pick_us, floor_us, floor_us / pick_us,
-          byte_us, flop_us, 2.0 * T * topk * 3 * dim * inter / pick_us / 1e6, touched, bytes / 1e6,
-          notes.c_str());
+          E, tc ? "tensor" : "exact", static_cast<long long>(T), pick_us, floor_us,
+          floor_us / pick_us, byte_us, flop_us, 2.0 * T * topk * 3 * dim * inter / pick_us / 1e6,
+          touched, bytes / 1e6, notes.c_str());
     }
   }
   return {};
@@ -396,16 +406,30 @@ Status run_profile_launches() {
   return {};
 }
 
-Status run_moe_bench(bool sweep) {
+Status run_moe_bench(int mode) {
+  const bool sweep = mode == 1;
   DI_ASSIGN_OR_RETURN(double bw, copy_bandwidth());
   DI_ASSIGN_OR_RETURN(double flops, bf16_peak());
+  if (mode == 3) return bench_moe({4096}, 1, bw, flops, {}, 16, false);
   std::printf(
       "\nrouted experts: copy %.0f GB/s (read+write), bf16 %.0f TFLOP/s; us per launch (graph "
       "replay)\n\n",
       bw / 1e9, flops / 1e12);
   std::printf(
       "| kernel | tokens | us | floor us | floor/time | notes |\n|---|---|---|---|---|---|\n");
-  return bench_moe({1, 8, 64, 256, 4096}, 5, bw, flops, sweep);
+  std::vector<int> all;
+  if (sweep) {
+    for (int v = 0; v < backend::cuda::kMoeTcVariants; ++v) all.push_back(v);
+  }
+  if (mode != 4) DI_RETURN_IF_ERROR(bench_moe({1, 8, 64, 256, 4096}, 5, bw, flops, all));
+  // Many rows per expert (the wgmma kernels, variants 6-8, against the 32-row mma.sync variant 2):
+  // one timed graph of 20 launches each.
+  std::printf(
+      "\n| kernel | tokens | us | floor us | floor/time | notes |\n|---|---|---|---|---|---|\n");
+  for (const int E : {16, 384}) {
+    DI_RETURN_IF_ERROR(bench_moe({256, 1024, 4096, 16384}, 1, bw, flops, {2, 6, 7, 8}, E, false));
+  }
+  return {};
 }
 
 Status run_decode_bench(bool quick) {
@@ -443,7 +467,7 @@ Status run_decode_bench(bool quick) {
       "\n| kernel | tokens | us | floor us | floor/time | notes |\n|---|---|---|---|---|---|\n");
   DI_ASSIGN_OR_RETURN(double flops, bf16_peak());
   std::printf("\nbf16 peak (cuBLASLt 8192^3): %.0f TFLOP/s\n", flops / 1e12);
-  return bench_moe({1, 8, 64, 256, 4096}, reps, bw, flops);
+  return bench_moe({1, 8, 64, 256, 4096}, reps, bw, flops, {});
 }
 
 }  // namespace di::bench

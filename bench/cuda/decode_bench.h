@@ -9,7 +9,8 @@ namespace di::bench {
 // Prints two markdown tables (dense projections by rows; routed experts by tokens).
 Status run_decode_bench(bool quick);
 // Only the routed-experts table; sweep: every tile variant too, else the default pick only.
-Status run_moe_bench(bool sweep);
+// 1: all variants, 2: the picks, 3: one shape for a profiler, 4: the many-rows table alone
+Status run_moe_bench(int mode);
 // The square FP8 GEMM at 1 and 8 rows, one plain launch each (for ncu).
 Status run_profile_launches();
 

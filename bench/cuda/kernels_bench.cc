@@ -269,7 +269,9 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
   bool quick = false, decode_only = false, profile = false, attention = false,
        attention_profile = false, wgmma_only = false, index_scores = false, small_ops = false,
        dense_tc = false, sample = false, dense_f32 = false;
-  int moe = 0;  // 1: the routed-experts table alone; 2: the same without the variant sweep
+  // 1: the routed-experts table alone; 2: the same without the variant sweep; 3: one graph of the
+  // tensor path at 4,096 tokens and 16 experts (for a profiler); 4: the many-rows table alone
+  int moe = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") {
@@ -284,6 +286,10 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       moe = 1;
     } else if (a == "--moe-pick") {
       moe = 2;
+    } else if (a == "--moe-profile") {
+      moe = 3;
+    } else if (a == "--moe-large") {
+      moe = 4;
     } else if (a == "--profile") {
       profile = true;
     } else if (a == "--sparse-attention") {
@@ -302,7 +308,8 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       std::fprintf(
           stderr,
           "%s: unknown flag '%s' (expected --quick, --wgmma, --small-ops, --decode, --moe, "
-          "--moe-pick, --profile, --sparse-attention, --sparse-attention-profile, "
+          "--moe-pick, --moe-profile, --moe-large, --profile, --sparse-attention, "
+          "--sparse-attention-profile, "
           "--index-scores, --dense-tc, --sample-rows or --dense-f32)\n",
           argv[0], a.c_str());
       return 2;
@@ -318,7 +325,7 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
   } else if (sample) {
     s = di::bench::run_sample_bench();
   } else if (moe > 0) {
-    s = di::bench::run_moe_bench(moe == 1);
+    s = di::bench::run_moe_bench(moe);
   } else {
     s = decode_only || profile ? di::Status() : di::bench::run(quick, wgmma_only);
     if (s.ok() && !wgmma_only)

@@ -45,8 +45,9 @@ struct MoeRoutedArgs {
   int tile_variant = -1;          // 0..kMoeVariants-1 (below); -1: moe_routed_pick
   // The `tensor` GEMM path's experts (moe_grouped_tc.cu): f16 tensor-core block sums, within
   // tolerance of the CPU instead of bitwise; tile_variant then picks 8, 16 or 32 rows per unit
-  // with 4 warps of 32 features (0-2) or 8 warps of 16 (3-5), all bitwise equal; -1:
-  // moe_routed_tc_pick.
+  // with 4 warps of 32 features (0-2) or 8 warps of 16 (3-5), or the wgmma kernels over
+  // 128-row units (6; 7: without the folded weight scales; 8: two block-sum sets per consumer;
+  // sm_90 only, else variant 2), all bitwise equal; -1: moe_routed_tc_pick.
   bool tensor_cores = false;
 };
 
@@ -56,7 +57,7 @@ struct MoeRoutedArgs {
 inline constexpr int kMoeVariants = 8;
 int moe_routed_pick(int64_t tokens, int topk, int num_experts);
 
-inline constexpr int kMoeTcVariants = 6;
+inline constexpr int kMoeTcVariants = 9;
 int moe_routed_tc_pick(int64_t tokens, int topk, int num_experts);
 
 // Whether the shapes are supported (dim and inter multiples of 128, topk <= 16, experts <= 1024).

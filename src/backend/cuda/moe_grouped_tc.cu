@@ -22,6 +22,7 @@
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/moe_combine.cuh"
 #include "backend/cuda/moe_grouped.h"
+#include "backend/cuda/moe_grouped_wgmma.h"
 #include "backend/cuda/moe_plan.cuh"
 #include "backend/cuda/moe_tc_tile.cuh"
 
@@ -48,14 +49,8 @@ struct TcArgs {
   float* out;  // down: y
 };
 
-// Work item `it` = (plan unit it / tiles, feature tile it % tiles): its expert, first slot, rows.
-struct Unit {
-  int expert, slot0, rows;
-};
-__device__ __forceinline__ Unit unit_of(const Plan& p, int u, int max_rows) {
-  const int e = __ldcg(p.unit_expert + u), r0 = __ldcg(p.unit_row0 + u);
-  return {e, __ldcg(p.offsets + e) + r0, min(max_rows, __ldcg(p.counts + e) - r0)};
-}
+using moe::Unit;
+using moe::unit_of;
 
 // h[slot] = swiglu(bf16(x w1^T), bf16(x w3^T), weight) and act_quant(h) per 32-feature block:
 // a token's 32 values sit in the 8 lanes of one tig of one warp (kMi = 2) or of two warps (kMi =
@@ -224,19 +219,37 @@ cudaError_t grid_for(Kernel kernel, int threads, int smem, int64_t items, unsign
   return cudaSuccess;
 }
 
+// The plan (units of rpp rows) and act_quant of x: f16 in MMA order, or (fp8) e4m3 bytes in the
+// same order for the wgmma GEMMs (in the same scratch piece).
+cudaError_t launch_plan(
+    const MoeRoutedArgs& a, const Scratch& s, int64_t rpp, bool fp8, cudaStream_t st) {
+  const int64_t pairs = a.tokens * a.topk, x_blocks = a.tokens * a.dim / 32;
+  moe::PlanArgs pa{a.experts, a.weights,     static_cast<int>(pairs),
+                   a.topk,    a.num_experts, static_cast<int>(rpp),
+                   a.x,       x_blocks,      nullptr,
+                   s.sx,      s.qx};
+  if (fp8) {
+    pa.qx16 = nullptr;
+    pa.qx8 = reinterpret_cast<uint8_t*>(s.qx);
+  }
+  const int64_t qctas = std::min<int64_t>((x_blocks + 31) / 32, 256);
+  moe::plan_kernel<<<static_cast<unsigned>(1 + qctas), moe::kPlanThreads, 0, st>>>(pa, s.plan);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_combine(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st) {
+  const dim3 cgrid(static_cast<unsigned>((a.dim + 255) / 256), static_cast<unsigned>(a.tokens));
+  return moe::launch_pdl(moe::combine_kernel, cgrid, dim3(256), 0, st, a.experts,
+                         static_cast<const int32_t*>(s.plan.slot_of), a.topk, a.dim,
+                         static_cast<const float*>(s.y), a.shared, a.out);
+}
+
 template <int NT, int kMi>
 cudaError_t launch_tc(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st) {
   const int64_t pairs = a.tokens * a.topk, rpp = 8 * NT;
   const int64_t units =
       std::min(pairs, std::min<int64_t>(a.num_experts, pairs) + (pairs + rpp - 1) / rpp);
-  const int64_t x_blocks = a.tokens * a.dim / 32;
-  const moe::PlanArgs pa{a.experts, a.weights,     static_cast<int>(pairs),
-                         a.topk,    a.num_experts, static_cast<int>(rpp),
-                         a.x,       x_blocks,      nullptr,
-                         s.sx,      s.qx};
-  const int64_t qctas = std::min<int64_t>((x_blocks + 31) / 32, 256);
-  moe::plan_kernel<<<static_cast<unsigned>(1 + qctas), moe::kPlanThreads, 0, st>>>(pa, s.plan);
-  cudaError_t e = cudaGetLastError();
+  cudaError_t e = launch_plan(a, s, rpp, false, st);
   if (e != cudaSuccess) return e;
 
   TcArgs up{};
@@ -275,10 +288,24 @@ cudaError_t launch_tc(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st)
                            down)) != cudaSuccess) {
     return e;
   }
-  const dim3 cgrid(static_cast<unsigned>((a.dim + 255) / 256), static_cast<unsigned>(a.tokens));
-  return moe::launch_pdl(moe::combine_kernel, cgrid, dim3(256), 0, st, a.experts,
-                         static_cast<const int32_t*>(s.plan.slot_of), a.topk, a.dim,
-                         static_cast<const float*>(s.y), a.shared, a.out);
+  return launch_combine(a, s, st);
+}
+
+// The wgmma GEMMs (moe_grouped_wgmma.cu) over 128-row units; on devices without wgmma the
+// 32-row mma.sync variant, which gives the same bits.
+cudaError_t launch_wg(const MoeRoutedArgs& a, const Scratch& s, int mode, cudaStream_t st) {
+  if (!moe_wgmma_available()) return launch_tc<4, 2>(a, s, st);
+  cudaError_t e = launch_plan(a, s, kMoeWgmmaUnitRows, true, st);
+  if (e != cudaSuccess) return e;
+  const MoeWgmmaBuffers b{reinterpret_cast<const uint8_t*>(s.qx),
+                          s.sx,
+                          reinterpret_cast<uint8_t*>(s.qh),
+                          s.sh,
+                          s.y,
+                          s.plan};
+  e = moe_wgmma_gemms(a, b, mode, st);
+  if (e != cudaSuccess) return e;
+  return launch_combine(a, s, st);
 }
 
 }  // namespace
@@ -287,6 +314,7 @@ int moe_routed_tc_pick(int64_t tokens, int topk, int num_experts) {
   // Rows per unit from the expected rows per expert (host-known): all variants give the same
   // bits, so this only trades weight re-reads against idle MMA columns.
   const int64_t per = (tokens * topk + num_experts - 1) / num_experts;
+  if (per >= kMoeWgmmaMinRows && moe_wgmma_available()) return 6;
   return per <= 8 ? 3 : per <= 16 ? 4 : 2;
 }
 
@@ -300,8 +328,9 @@ cudaError_t moe_routed_tc(const MoeRoutedArgs& a, void* scratch, cudaStream_t st
   if (!moe_routed_supports(a)) return cudaErrorInvalidValue;
   Scratch s{};
   carve(scratch, a.tokens, a.topk, a.num_experts, a.dim, a.inter, &s);
-  switch (a.tile_variant >= 0 ? a.tile_variant
-                              : moe_routed_tc_pick(a.tokens, a.topk, a.num_experts)) {
+  const int v =
+      a.tile_variant >= 0 ? a.tile_variant : moe_routed_tc_pick(a.tokens, a.topk, a.num_experts);
+  switch (v) {
     case 0:
       return launch_tc<1, 2>(a, s, st);
     case 1:
@@ -314,6 +343,10 @@ cudaError_t moe_routed_tc(const MoeRoutedArgs& a, void* scratch, cudaStream_t st
       return launch_tc<2, 1>(a, s, st);
     case 5:
       return launch_tc<4, 1>(a, s, st);
+    case 6:
+    case 7:
+    case 8:
+      return launch_wg(a, s, v - 6, st);
     default:
       return cudaErrorInvalidValue;
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -31,6 +32,15 @@ struct Plan {
   int32_t* slot_of;      // [P] slot of each (token, k); -1 for an out-of-range expert id
 };
 
+// Work unit `u` of the plan (at most `max_rows` rows of one expert): its expert, first slot, rows.
+struct Unit {
+  int expert, slot0, rows;
+};
+__device__ __forceinline__ Unit unit_of(const Plan& p, int u, int max_rows) {
+  const int e = __ldcg(p.unit_expert + u), r0 = __ldcg(p.unit_row0 + u);
+  return {e, __ldcg(p.offsets + e) + r0, min(max_rows, __ldcg(p.counts + e) - r0)};
+}
+
 // The max of |v| over a warp: order-free, so the same scale as quantize_fp8's loop.
 __device__ __forceinline__ float warp_amax(float v) {
   for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -44,6 +54,10 @@ __device__ __forceinline__ float act_scale(float amax) {
 }
 __device__ __forceinline__ float act_value(float v, float s) {
   return round_e4m3(fminf(fmaxf(__fdiv_rn(v, s), -448.0f), 448.0f));
+}
+// The e4m3 byte of an act_value (exact: the value is representable).
+__device__ __forceinline__ uint8_t e4m3_byte(float v) {
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3));
 }
 
 // act_quant of one 32-block held one element per lane: lane 0 stores the scale; every lane its
@@ -91,7 +105,8 @@ struct PlanArgs {
   const float* x;  // [tokens, dim] FFN input, quantized by CTAs 1..: q, scales
   int64_t x_blocks;
   float *qx, *sx;
-  uint16_t* qx16;  // non-null: the values as f16 in MMA order (mma_pos) instead of qx
+  uint16_t* qx16;          // non-null: the values as f16 in MMA order (mma_pos) instead of qx
+  uint8_t* qx8 = nullptr;  // non-null: as e4m3 bytes in MMA order (the wgmma GEMMs)
 };
 
 // CTA 0: the plan. CTAs 1..: act_quant of x, one warp per 32-block. The next kernel (the grouped
@@ -105,7 +120,11 @@ static __global__ void __launch_bounds__(kPlanThreads) plan_kernel(PlanArgs a, P
     for (int64_t b = int64_t{blockIdx.x - 1} * (kPlanThreads / 32) + warp; b < a.x_blocks;
          b += warps) {
       const float v = a.x[b * 32 + lane];
-      if (a.qx16) {
+      if (a.qx8) {
+        const float s = act_scale(warp_amax(fabsf(v)));
+        if (lane == 0) a.sx[b] = s;
+        a.qx8[b * 32 + mma_pos(lane)] = e4m3_byte(act_value(v, s));
+      } else if (a.qx16) {
         const float s = act_scale(warp_amax(fabsf(v)));
         if (lane == 0) a.sx[b] = s;
         a.qx16[b * 32 + mma_pos(lane)] = __half_as_ushort(__float2half_rn(act_value(v, s)));

@@ -1,7 +1,8 @@
 // The routed experts on the tensor path (moe_grouped_tc.cu) through CudaOps::fused_moe: the same
 // routing as the CPU, outputs within the tensor GEMM tests' tolerance of model/moe.cc's loop with
-// CpuOps, and batch invariance: a token alone gives the bits it gets in a call of 300 tokens
-// (which plans 32 rows per unit where the single token plans 8). Skips without a device.
+// CpuOps, and batch invariance: a token alone gives the bits it gets in a call of 1,500 tokens
+// (which runs the wgmma kernels over 128-row units where the single token runs mma.sync over
+// 8-row units). Skips without a device.
 #include <cmath>
 
 #include "cuda_moe_ref.h"
@@ -20,7 +21,7 @@ class CudaMoeTensorTest : public CudaOpsTest {
 };
 
 TEST_F(CudaMoeTensorTest, FusedMoeIsCloseToCpuAndBatchInvariant) {
-  const MoeCase c{300, 16, 4, 256, 384, 10.0f};
+  const MoeCase c{1500, 16, 4, 256, 384, 10.0f};
   RandomWeight gate = random_weight(WeightFormat::kBF16, c.experts, c.dim, 91);
   const auto bias = host_rows(static_cast<size_t>(c.experts), 92, 0.01f);
   RouteParams p;
@@ -60,7 +61,7 @@ TEST_F(CudaMoeTensorTest, FusedMoeIsCloseToCpuAndBatchInvariant) {
   std::printf("fused_moe tensor path: relative L2 error %.3g vs the CPU\n", rel);
   EXPECT_LT(rel, 1e-2);
 
-  for (int64_t t : {int64_t{0}, int64_t{137}, int64_t{299}}) {
+  for (int64_t t : {int64_t{0}, int64_t{737}, int64_t{1499}}) {
     Rows one(static_cast<size_t>(c.dim), NAN);
     ASSERT_TRUE(gpu_->fused_moe({xd.data() + t * c.dim, 1, c.dim}, gate.view, bias.data(), p, views,
                                 c.limit, {sd.data() + t * c.dim, 1, c.dim}, {one.data(), 1, c.dim},

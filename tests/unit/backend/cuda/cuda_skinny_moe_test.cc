@@ -264,14 +264,20 @@ std::string moe_case_name(const ::testing::TestParamInfo<MoeCase>& info) {
 
 // One token; heavy collisions (several units per expert); 384 experts (the plan's scan across
 // warps); three experts for 33 tokens (five units each); 1,024 experts with 300 tokens (more
-// items than one CTA's table holds at 8 columns: the grouped GEMMs launch more CTAs than fit).
+// items than one CTA's table holds at 8 columns: the grouped GEMMs launch more CTAs than fit);
+// 375 rows per expert. Every case runs every tensor variant, the wgmma ones (6, 7) included:
+// experts without rows, partial 128-row units, K of one stage (dim 128).
 INSTANTIATE_TEST_SUITE_P(Shapes,
                          CudaMoe,
                          ::testing::Values(MoeCase{1, 16, 4, 256, 128, 10.0f},
                                            MoeCase{5, 8, 3, 384, 256, 0.5f},
                                            MoeCase{40, 384, 6, 256, 256, 10.0f},
                                            MoeCase{33, 3, 2, 128, 384, 10.0f},
-                                           MoeCase{300, 1024, 4, 256, 128, 10.0f}),
+                                           MoeCase{300, 1024, 4, 256, 128, 10.0f},
+                                           // many rows per expert (the tensor path's pick is
+                                           // the wgmma kernel): 2-3 units of 128 rows each,
+                                           // the last ones partial
+                                           MoeCase{1000, 8, 3, 256, 384, 10.0f}),
                          moe_case_name);
 
 }  // namespace
