@@ -18,6 +18,7 @@
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/tensor_map.h"
 #include "backend/cuda/wgmma_ptx.cuh"
+#include "backend/cuda/wgmma_store.cuh"
 
 namespace di::backend::cuda {
 
@@ -206,22 +207,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
 
   const int m_lo = m0 + row;
   const int ncol = n0 + 2 * (t % 4);
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = m_lo + 8 * h, n = ncol + 8 * j;
-      if (m >= rows || n >= N) continue;
-      float* dst = y + static_cast<int64_t>(m) * N + n;
-      const float v0 = round_bf16(acc[4 * j + 2 * h]), v1 = round_bf16(acc[4 * j + 2 * h + 1]);
-      if (n + 1 < N && N % 2 == 0) {
-        *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
-      } else {
-        dst[0] = v0;
-        if (n + 1 < N) dst[1] = v1;
-      }
-    }
-  }
+  wg::store_rows_bf16<BN>(acc, m_lo, ncol, rows, N, y);
 #endif
 }
 
@@ -236,17 +222,9 @@ cudaError_t launch(const uint8_t* qa,
   const uint64_t K = static_cast<uint64_t>(w.in_features),
                  N = static_cast<uint64_t>(w.out_features);
   const uint64_t M = static_cast<uint64_t>(rows), nblk = K / 32;
+  static_assert(kStageK == 128, "fp8_gemm_tensor_maps' boxes are 128 K wide");
   CUtensorMap ta{}, tb{}, ts{};
-  cudaError_t e = make_tensor_map_2d(&ta, CU_TENSOR_MAP_DATA_TYPE_UINT8, qa, K, M, K, kStageK,
-                                     C::kBM, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (e == cudaSuccess) {
-    e = make_tensor_map_2d(&tb, CU_TENSOR_MAP_DATA_TYPE_UINT8, w.data, K, N, K, kStageK, BN,
-                           CU_TENSOR_MAP_SWIZZLE_128B);
-  }
-  if (e == cudaSuccess) {
-    e = make_tensor_map_2d(&ts, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sc, nblk, M, nblk * 4, 4, C::kBM,
-                           CU_TENSOR_MAP_SWIZZLE_NONE);
-  }
+  cudaError_t e = fp8_gemm_tensor_maps(qa, sc, M, w.data, N, K, C::kBM, BN, &ta, &tb, &ts);
   if (e != cudaSuccess) return e;
   auto* k = wgmma_block_scaled<CONS, BN, ST, PING>;
   e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);

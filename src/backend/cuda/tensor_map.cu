@@ -51,4 +51,30 @@ cudaError_t make_tensor_map_2d(CUtensorMap* map,
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+cudaError_t fp8_gemm_tensor_maps(const uint8_t* qa,
+                                 const float* sc,
+                                 uint64_t M,
+                                 const uint8_t* w,
+                                 uint64_t N,
+                                 uint64_t K,
+                                 uint32_t bm,
+                                 uint32_t bn,
+                                 CUtensorMap* ta,
+                                 CUtensorMap* tb,
+                                 CUtensorMap* ts) {
+  constexpr uint32_t kStageK = 128;  // K bytes per pipeline stage: one 128-byte swizzle row
+  const uint64_t nblk = K / 32;
+  cudaError_t e = make_tensor_map_2d(ta, CU_TENSOR_MAP_DATA_TYPE_UINT8, qa, K, M, K, kStageK, bm,
+                                     CU_TENSOR_MAP_SWIZZLE_128B);
+  if (e == cudaSuccess) {
+    e = make_tensor_map_2d(tb, CU_TENSOR_MAP_DATA_TYPE_UINT8, w, K, N, K, kStageK, bn,
+                           CU_TENSOR_MAP_SWIZZLE_128B);
+  }
+  if (e == cudaSuccess) {
+    e = make_tensor_map_2d(ts, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sc, nblk, M, nblk * 4, 4, bm,
+                           CU_TENSOR_MAP_SWIZZLE_NONE);
+  }
+  return e;
+}
+
 }  // namespace di::backend::cuda

@@ -24,4 +24,19 @@ cudaError_t make_tensor_map_2d(CUtensorMap* map,
                                uint32_t box_outer,
                                CUtensorMapSwizzle swizzle);
 
+// The three maps of the FP8 wgmma GEMMs (gemm_wgmma.cu, gemm_fp8.cu): act_quant bytes qa [M, K]
+// in boxes of 128 K x bm rows and the weights w [N, K] in 128 K x bn, both with the 128-byte
+// swizzle, and the activation scales sc [M, K / 32] (fp32) in 4 x bm, unswizzled.
+cudaError_t fp8_gemm_tensor_maps(const uint8_t* qa,
+                                 const float* sc,
+                                 uint64_t M,
+                                 const uint8_t* w,
+                                 uint64_t N,
+                                 uint64_t K,
+                                 uint32_t bm,
+                                 uint32_t bn,
+                                 CUtensorMap* ta,
+                                 CUtensorMap* tb,
+                                 CUtensorMap* ts);
+
 }  // namespace di::backend::cuda
