@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "grammar/lark/lark_parser.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -26,14 +27,34 @@ class Builder {
   Grammar build(std::string_view text, std::string_view start_name) {
     const std::vector<Statement> stmts = split(text);
     std::vector<std::pair<Statement, size_t>> defs;  // statement, offset of the body
-    std::vector<Statement> ignores;
+    std::vector<Statement> ignores, overrides;
     for (const Statement& s : stmts) {
+      if (auto m = lark::modifier(s)) {
+        (m->override_ ? overrides : extends_).push_back(m->def);
+        continue;
+      }
       if (s.text[0] == '%') {
         directive(s, ignores);
         continue;
       }
       const size_t body = header(s);
       if (body != kTemplate) defs.emplace_back(s, body);
+    }
+    // %override: the new body replaces this grammar's definition or an imported common one.
+    for (const Statement& o : overrides) {
+      const std::string name = lark::defined_name(o);
+      auto in_file = std::find_if(defs.begin(), defs.end(), [&](const auto& d) {
+        return lark::defined_name(d.first) == name;
+      });
+      if (in_file == defs.end() && !imported_.erase(name))
+        fail(o.line, "%override of '" + name + "', which is not defined (or a template)");
+      defined_.erase(name);
+      const size_t body = header(o);
+      if (body == kTemplate) fail(o.line, "%override of a template is not supported");
+      if (in_file != defs.end())
+        *in_file = {o, body};
+      else
+        defs.emplace_back(o, body);
     }
     if (!ignores.empty()) ignore_ = g_.add_rule("__ignore");
     for (auto& [s, body] : defs) define(s, body, /*common=*/false);
@@ -43,6 +64,9 @@ class Builder {
       g_.set_body(ignore_, g_.star(g_.alt(std::move(alts))));
     }
     resolve_common();
+    for (const Statement& x : extends_)
+      if (!defined_.count(lark::defined_name(x)))
+        fail(x.line, "%extend of '" + lark::defined_name(x) + "', which is not defined");
     auto it = names_.find(std::string(start_name));
     if (it == names_.end() || !defined_.count(std::string(start_name)))
       fail(1, "no '" + std::string(start_name) + "' rule");
@@ -96,7 +120,13 @@ class Builder {
     while (e < s.text.size() && name_char(s.text[e])) ++e;
     const std::string name = s.text.substr(b, e - b);
     common_ = common;
-    g_.set_body(names_.at(name), parse_body(s, body, terminal_name(name)));
+    std::vector<ExprId> alts{parse_body(s, body, terminal_name(name))};
+    // %extend: more alternatives, the user's text (names in it are not common imports).
+    common_ = false;
+    for (const Statement& x : extends_)
+      if (lark::defined_name(x) == name)
+        alts.push_back(parse_body(x, x.text.find(':') + 1, terminal_name(name)));
+    g_.set_body(names_.at(name), alts.size() == 1 ? alts[0] : g_.alt(std::move(alts)));
   }
 
   void directive(const Statement& s, std::vector<Statement>& ignores) {
@@ -368,6 +398,7 @@ class Builder {
   std::map<std::string, RuleId> names_;
   std::set<std::string> defined_, imported_;
   std::map<std::string, int> first_use_, decl_line_;
+  std::vector<Statement> extends_;  // %extend definitions, applied where their name is defined
   RuleId ignore_ = -1;
   const std::string* text_ = nullptr;
   size_t pos_ = 0;
