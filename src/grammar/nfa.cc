@@ -197,9 +197,7 @@ class NfaBuilder {
     int start = new_state();
     int end = build(g_.rules()[r].body, start);
     // Epsilon closure per state, then keep states reachable by real edges.
-    size_t n = ts_.size();
-    std::vector<int> map(n, -1), order;
-    std::vector<int> mark(n, -1), stack, closure;
+    std::vector<int> map(ts_.size(), -1), order, mark(ts_.size(), -1), stack, closure;
     const size_t base = out.states_.size();
     auto visit = [&](int s) {
       if (map[s] < 0) {
@@ -352,10 +350,9 @@ class NfaBuilder {
   static void compute_nullable(NfaGrammar& out) {
     size_t nr = out.rule_start_.size();
     out.nullable_.assign(nr, false);
-    bool changed = true;
     std::vector<uint32_t> stack;
     std::vector<uint8_t> seen(out.states_.size(), 0);
-    while (changed) {
+    for (bool changed = true; changed;) {
       changed = false;
       for (size_t r = 0; r < nr; ++r) {
         if (out.nullable_[r]) continue;

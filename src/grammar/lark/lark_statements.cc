@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "grammar/lark/lark_common.h"
 #include "grammar/utf8.h"
 
 namespace di::grammar::lark {
@@ -124,6 +125,27 @@ std::string defined_name(const Statement& s) {
   size_t b = s.text[0] == '?' || s.text[0] == '!' ? 1 : 0, e = b;
   while (e < s.text.size() && name_char(s.text[e])) ++e;
   return s.text.substr(b, e - b);
+}
+
+std::string regex_literal(const std::string& text, size_t& pos, int line) {
+  std::string pattern;
+  for (++pos; pos < text.size() && text[pos] != '/'; ++pos) {
+    if (text[pos] == '\\' && pos + 1 < text.size() && text[pos + 1] == '/')
+      ++pos;
+    else if (text[pos] == '\\' && pos + 1 < text.size())
+      pattern += text[pos++];
+    pattern += text[pos];
+  }
+  ++pos;
+  if (pos < text.size() && std::isalpha(static_cast<unsigned char>(text[pos])))
+    fail(line, std::string("regex flags (/.../") + text[pos] + ") are not supported");
+  return pattern;
+}
+
+std::string common_line(const std::string& name) {
+  for (const Statement& s : split(kLarkCommon))
+    if (s.text.rfind(name + ":", 0) == 0) return s.text;
+  return {};
 }
 
 void directive(const Statement& s,

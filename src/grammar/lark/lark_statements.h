@@ -51,6 +51,13 @@ std::optional<Modifier> modifier(const Statement& s);
 // The name a definition statement `[?!]name[.N][{params}]: ...` defines.
 std::string defined_name(const Statement& s);
 
+// The pattern of the /regex/ starting at text[pos] (escaped '/' unescaped); pos ends after
+// it. Flags (/.../i) are refused.
+std::string regex_literal(const std::string& text, size_t& pos, int line);
+
+// common.lark's definition of `name` (lark_common.h), or "" when it has none.
+std::string common_line(const std::string& name);
+
 // The string literal starting at text[pos] (a '"'), Python escapes decoded; pos ends after it.
 // `"..."i` (case-insensitive) is refused.
 std::string string_literal(const std::string& text, size_t& pos, int line);

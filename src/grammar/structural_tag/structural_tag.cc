@@ -12,16 +12,8 @@
 namespace di::grammar {
 namespace {
 
-using tag_fields::array;
-using tag_fields::fail;
-using tag_fields::flag;
-using tag_fields::flag_or;
-using tag_fields::OJson;
-using tag_fields::str;
-using tag_fields::strings;
-using tag_fields::TagError;
-using tag_fields::token_id;
-using tag_fields::token_list;
+// The JSON field readers (fail, str, flag, strings, token_id, ...): tag_fields.h.
+using namespace tag_fields;  // NOLINT(google-build-using-namespace)
 
 // The end strings of the innermost enclosing tag, which an unlimited format consumes itself
 // (xgrammar's "detected end strings"); empty: none, such a format runs to the end of the text.
@@ -135,18 +127,12 @@ class Builder {
     if (type == "token_triggered_tags") {
       const std::vector<int32_t> triggers = token_list(f, "trigger_tokens", path, true, vocab_);
       std::vector<ExprId> alts;
-      std::vector<bool> used(triggers.size());
-      std::vector<TagParts> ts = tags(f, path);
-      for (size_t i = 0; i < ts.size(); ++i) {
-        const std::string p = path + ".tags[" + std::to_string(i) + "].begin";
-        if (ts[i].begin_token < 0) fail(p, "must be a token format in token_triggered_tags");
-        auto at = std::find(triggers.begin(), triggers.end(), g_.expr(ts[i].begin_token).token);
-        if (at == triggers.end()) fail(p, "must be one of the trigger_tokens");
-        used[static_cast<size_t>(at - triggers.begin())] = true;
-        alts.push_back(whole(ts[i]));
+      std::vector<int32_t> begins;
+      for (const TagParts& t : tags(f, path)) {
+        begins.push_back(t.begin_token < 0 ? -1 : g_.expr(t.begin_token).token);
+        alts.push_back(whole(t));
       }
-      for (size_t t = 0; t < triggers.size(); ++t)
-        if (!used[t]) fail(path + ".trigger_tokens[" + std::to_string(t) + "]", "begins no tag");
+      tag_fields::check_token_triggers(triggers, begins, path);
       return {token_triggered_expr(
                   g_, triggers, alts, token_list(f, "exclude_tokens", path, false, vocab_),
                   flag(f, "at_least_one", path), flag(f, "stop_after_first", path)),

@@ -3,6 +3,7 @@
 // ("format.tags[1].begin: must be a string") and becomes the request's 400.
 #pragma once
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -97,6 +98,23 @@ inline std::vector<int32_t> token_list(const OJson& f,
     fail(path + "." + key, "must be an array of tokens (ids or token texts)");
   for (size_t i = 0; i < it->size(); ++i) out.push_back(token_id(*it, i, path + "." + key, vocab));
   return out;
+}
+
+// token_triggered_tags: each tag begins with a trigger token (`begins`: -1 for a string
+// begin), and each trigger begins some tag (else it would be a dead end).
+inline void check_token_triggers(const std::vector<int32_t>& triggers,
+                                 const std::vector<int32_t>& begins,
+                                 const std::string& path) {
+  std::vector<bool> used(triggers.size());
+  for (size_t i = 0; i < begins.size(); ++i) {
+    const std::string p = path + ".tags[" + std::to_string(i) + "].begin";
+    if (begins[i] < 0) fail(p, "must be a token format in token_triggered_tags");
+    auto at = std::find(triggers.begin(), triggers.end(), begins[i]);
+    if (at == triggers.end()) fail(p, "must be one of the trigger_tokens");
+    used[static_cast<size_t>(at - triggers.begin())] = true;
+  }
+  for (size_t t = 0; t < triggers.size(); ++t)
+    if (!used[t]) fail(path + ".trigger_tokens[" + std::to_string(t) + "]", "begins no tag");
 }
 
 }  // namespace di::grammar::tag_fields
