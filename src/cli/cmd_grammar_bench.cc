@@ -14,6 +14,7 @@
 
 #include "cli/bench_vocab.h"
 #include "cli/grammar_conformance.h"
+#include "cli/key_order.h"
 #include "cli/parse_flags.h"
 #include "grammar/compiler.h"
 #include "grammar/matcher.h"
@@ -88,7 +89,7 @@ int run_grammar_bench_command(int argc, char** argv) {
   std::string suite_dir, filter;
   size_t limit = 0;
   double timeout_s = 30;
-  bool lenient = false, verbose = false, cpu_time = false;
+  bool lenient = false, verbose = false, cpu_time = false, key_order = false;
   app.add_option("--data", data_dir, "MaskBench-format folder")->required();
   app.add_option("--tokenizer", tokenizer_path, "HF tokenizer.json (DeepSeek V3)");
   app.add_option("--test-suite", suite_dir, "JSON-Schema-Test-Suite tests/draft2020-12 folder");
@@ -98,6 +99,12 @@ int run_grammar_bench_command(int argc, char** argv) {
   app.add_flag("--lenient", lenient, "ignore unsupported JSON Schema keywords");
   app.add_flag("--verbose", verbose, "print each failing schema");
   app.add_flag("--cpu-time", cpu_time, "time masks in thread CPU time (shared machines)");
+  int any_order = grammar::JsonSchemaOptions{}.any_order_max_properties;
+  app.add_option("--any-order", any_order,
+                 "objects with up to N declared properties take them in any order (0: schema "
+                 "order)");
+  app.add_flag("--key-order", key_order,
+               "diagnostic: re-walk each rejected valid instance with its keys in schema order");
   DI_PARSE_FLAGS(app, argc, argv);
 
   auto bpe = recipe::Tokenizer::from_file(tokenizer_path);
@@ -115,6 +122,7 @@ int run_grammar_bench_command(int argc, char** argv) {
   BpeInstanceTokenizer tokenizer(std::move(bpe).value());
   grammar::JsonSchemaOptions jopts;
   jopts.lenient = lenient;
+  jopts.any_order_max_properties = any_order;
 
   std::vector<fs::path> files;
   std::error_code ec;
@@ -134,6 +142,9 @@ int run_grammar_bench_command(int argc, char** argv) {
   // Shared like a server would share it across requests of one vocabulary.
   auto mask_store = std::make_shared<grammar::MaskStore>();
   int mismatches = 0;
+  // --key-order: rejected valid instances (and their schemas) accepted once their keys follow
+  // the schema's order, i.e. rejected for the order alone.
+  int order_instances = 0, order_schemas = 0;
   for (const fs::path& p : files) {
     std::ifstream f(p);
     ojson doc = ojson::parse(f, nullptr, false);
@@ -156,6 +167,7 @@ int run_grammar_bench_command(int argc, char** argv) {
     }
     compile_ms.push_back(ms);
     bool validation_err = false, invalidation_err = false, timed_out = false;
+    bool only_order = true;
     for (auto& test : doc.value("tests", ojson::array())) {
       std::string text = dump_python_style(test["data"].dump());
       bool valid = test.value("valid", false);
@@ -166,7 +178,19 @@ int run_grammar_bench_command(int argc, char** argv) {
         timed_out = true;
         break;
       }
-      if (valid && w == Walk::kRejected) validation_err = true;
+      if (valid && w == Walk::kRejected) {
+        validation_err = true;
+        if (key_order) {
+          std::string sorted =
+              dump_python_style(reorder_keys_like_schema(doc["schema"], test["data"]).dump());
+          grammar::GrammarMatcher m2(*cg);
+          std::vector<double> unused;
+          bool ok = walk(m2, tokenizer.encode(sorted), trie->eos_id(), false, false, unused,
+                         deadline, mismatches) == Walk::kAccepted;
+          order_instances += ok;
+          only_order = only_order && ok;
+        }
+      }
       if (!valid && w == Walk::kAccepted) invalidation_err = true;
       if (verbose && ((valid && w == Walk::kRejected) || (!valid && w == Walk::kAccepted)))
         std::printf("%s: %s instance %s: %s\n", p.filename().c_str(), valid ? "valid" : "invalid",
@@ -176,9 +200,10 @@ int run_grammar_bench_command(int argc, char** argv) {
       c.timeout++;
     else if (invalidation_err)
       c.invalidation_error++;
-    else if (validation_err)
+    else if (validation_err) {
       c.validation_error++;
-    else
+      order_schemas += key_order && only_order;
+    } else
       c.passing++;
   }
 
@@ -192,6 +217,9 @@ int run_grammar_bench_command(int argc, char** argv) {
   std::printf("compile ms (n=%zu): p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f\n", compile_ms.size(),
               percentile(compile_ms, 50), percentile(compile_ms, 90), percentile(compile_ms, 99),
               percentile(compile_ms, 99.9));
+  if (key_order)
+    std::printf("key order: %d validation errors are key order alone (%d rejected instances)\n",
+                order_schemas, order_instances);
   if (mismatches) std::printf("WARNING: %d mask/accept mismatches\n", mismatches);
   ojson out = {{"total", c.total},
                {"passing", c.passing},
@@ -204,7 +232,7 @@ int run_grammar_bench_command(int argc, char** argv) {
                {"compile_ms_p50", percentile(compile_ms, 50)},
                {"compile_ms_p99", percentile(compile_ms, 99)}};
   if (!suite_dir.empty()) {
-    ConformanceCounts sc = run_schema_test_suite(suite_dir, lenient, verbose);
+    ConformanceCounts sc = run_schema_test_suite(suite_dir, jopts, verbose);
     std::printf(
         "JSON-Schema-Test-Suite: groups %d (compile error %d), tests %d: passed %d, "
         "validation error %d, invalidation error %d, skipped %d\n",

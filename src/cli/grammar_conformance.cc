@@ -50,7 +50,9 @@ std::string dump_python_style(const std::string& json_text) {
   return out;
 }
 
-ConformanceCounts run_schema_test_suite(const std::string& dir, bool lenient, bool verbose) {
+ConformanceCounts run_schema_test_suite(const std::string& dir,
+                                        const grammar::JsonSchemaOptions& opts,
+                                        bool verbose) {
   ConformanceCounts c;
   namespace fs = std::filesystem;
   std::vector<fs::path> files;
@@ -62,8 +64,6 @@ ConformanceCounts run_schema_test_suite(const std::string& dir, bool lenient, bo
   grammar::Vocabulary v;
   v.token_bytes = {"x"};
   auto trie = grammar::TokenTrie::build(v);
-  grammar::JsonSchemaOptions opts;
-  opts.lenient = lenient;
   for (const fs::path& p : files) {
     std::ifstream f(p);
     ojson groups = ojson::parse(f, nullptr, false);

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "grammar/json_schema/schema_converter.h"
+
 namespace di::cli {
 
 struct ConformanceCounts {
@@ -14,7 +16,10 @@ struct ConformanceCounts {
 };
 
 // `dir`: the suite's tests/draft2020-12 folder (top-level *.json files; optional/ is skipped).
-ConformanceCounts run_schema_test_suite(const std::string& dir, bool lenient, bool verbose);
+// `opts`: the JSON Schema options (lenient, key order) every group compiles with.
+ConformanceCounts run_schema_test_suite(const std::string& dir,
+                                        const grammar::JsonSchemaOptions& opts,
+                                        bool verbose);
 
 // Python json.dumps() layout (", " and ": "), keeping key order; non-ASCII stays raw UTF-8.
 std::string dump_python_style(const std::string& json_text);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "grammar/compiled_grammar.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "grammar/state_walk.h"
@@ -17,7 +18,11 @@ Expected<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::create(
   // Token terminals name ids of this vocabulary (EBNF resolved `<text>` against it).
   for (const TokenEdge& te : (*nfa)->token_edges()) {
     const std::string what = "token terminal <[" + std::to_string(te.token) + "]>: ";
-    if (te.token < 0 || static_cast<size_t>(te.token) >= trie->vocab_size())
+    const auto outside = [&](int32_t id) {
+      return id < 0 || static_cast<size_t>(id) >= trie->vocab_size();
+    };
+    const auto excl = (*nfa)->excluded(te);
+    if (te.negated ? std::any_of(excl.begin(), excl.end(), outside) : outside(te.token))
       return invalid_argument(what + "id outside the vocabulary (size " +
                               std::to_string(trie->vocab_size()) + ")");
     if (te.negated) continue;
@@ -105,6 +110,10 @@ std::string CompiledGrammar::canonical(RuleId r) const {
         const TokenEdge& te = g.token_edges()[e];
         put((uint64_t{static_cast<uint32_t>(te.token)} << 32) | (te.target - begin));
         put(te.negated);
+        if (te.negated) {
+          put(te.excl_end - te.excl_begin);
+          for (int32_t x : g.excluded(te)) put(static_cast<uint32_t>(x));
+        }
       }
       put(0xFFFFFFFFFFFFFFFCull);
     }

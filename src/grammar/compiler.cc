@@ -51,7 +51,8 @@ GrammarCompiler::Result GrammarCompiler::cached(const std::string& kind_key,
 
 namespace {
 std::string options_key(const JsonSchemaOptions& o) {
-  return std::to_string(o.lenient) + "," + std::to_string(o.max_whitespace) + ":";
+  return std::to_string(o.lenient) + "," + std::to_string(o.max_whitespace) + "," +
+         std::to_string(o.any_order_max_properties) + ":";
 }
 }  // namespace
 

@@ -131,7 +131,7 @@ void EarleyParser::token_step(int32_t id, bool text, std::vector<EarleyItem>& ou
     const NfaState& st = states[it->state];
     for (uint32_t e = st.token_begin; e < st.token_end; ++e) {
       const TokenEdge& te = edges[e];
-      if (te.negated ? (text && te.token != id) : te.token == id)
+      if (te.negated ? (text && !g_->excludes(te, id)) : te.token == id)
         out.push_back(EarleyItem{te.target, it->origin});
     }
   }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "grammar/ir.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace di::grammar {
@@ -76,6 +77,18 @@ ExprId Grammar::token(int32_t id, bool negated) {
   e.kind = ExprKind::kToken;
   e.token = id;
   e.negated = negated;
+  if (negated) e.excluded = {id};
+  return add(std::move(e));
+}
+
+ExprId Grammar::token_except(std::vector<int32_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  Expr e;
+  e.kind = ExprKind::kToken;
+  e.negated = true;
+  e.token = ids.empty() ? -1 : ids[0];
+  e.excluded = std::move(ids);
   return add(std::move(e));
 }
 
@@ -159,7 +172,14 @@ void print_expr(const Grammar& g, ExprId id, std::string& out) {
       out += g.rules()[e.rule].name;
       break;
     case ExprKind::kToken:
-      out += (e.negated ? "!<[" : "<[") + std::to_string(e.token) + "]>";
+      if (!e.negated) {
+        out += "<[" + std::to_string(e.token) + "]>";
+      } else {
+        out += "!<[";
+        for (size_t i = 0; i < e.excluded.size(); ++i)
+          out += (i ? "," : "") + std::to_string(e.excluded[i]);
+        out += "]>";
+      }
       break;
     case ExprKind::kTagDispatch: {
       const TagDispatchSpec& td = g.tag_dispatches()[e.rule];

@@ -17,7 +17,8 @@ using ExprId = int32_t;
 using RuleId = int32_t;
 
 // kToken: one whole token of the vocabulary as a unit (EBNF `<[id]>`, `<text>`), or with
-// `negated` any one text token except it (`!<...>`); see docs/grammar.md "Token terminals".
+// `negated` any one text token outside a set (`!<...>`, structural tags' exclude_tokens); see
+// docs/grammar.md "Token terminals".
 // kTagDispatch: free text watched for triggers (TagDispatch below; docs/grammar.md).
 enum class ExprKind : uint8_t {
   kEmpty,
@@ -51,12 +52,13 @@ struct TagDispatchSpec {
 
 struct Expr {
   ExprKind kind = ExprKind::kEmpty;
-  ByteSet bytes;                 // kBytes
-  std::vector<ExprId> children;  // kSeq, kAlt, kRepeat (one child)
-  int32_t min = 0, max = -1;     // kRepeat; max -1 = unbounded
-  RuleId rule = -1;              // kRuleRef; kTagDispatch: index into tag_dispatches()
-  int32_t token = -1;            // kToken: vocabulary id
-  bool negated = false;          // kToken: any text token but `token`
+  ByteSet bytes;                  // kBytes
+  std::vector<ExprId> children;   // kSeq, kAlt, kRepeat (one child)
+  int32_t min = 0, max = -1;      // kRepeat; max -1 = unbounded
+  RuleId rule = -1;               // kRuleRef; kTagDispatch: index into tag_dispatches()
+  int32_t token = -1;             // kToken: vocabulary id (negated: the first excluded one, or -1)
+  bool negated = false;           // kToken: any text token but the `excluded` ones
+  std::vector<int32_t> excluded;  // kToken negated: sorted, distinct; may be empty
 };
 
 struct Rule {
@@ -80,6 +82,8 @@ class Grammar {
   ExprId ref(RuleId rule);
   // A token terminal (ids are checked against the vocabulary when the grammar is compiled).
   ExprId token(int32_t id, bool negated = false);
+  // Any one text token outside `ids` (none: any text token).
+  ExprId token_except(std::vector<int32_t> ids);
   ExprId tag_dispatch(TagDispatchSpec spec);
 
   // Copies every rule of `other` (names prefixed) into this grammar; returns other's root here.

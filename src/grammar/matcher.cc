@@ -103,44 +103,52 @@ std::optional<int32_t> GrammarMatcher::find_forced_token() const {
 }
 
 // Token terminals at the newest set (docs/grammar.md "Token terminals"): `<[id]>` allows id;
-// `!<[x]>` allows every text token but x (x itself only if another reading allows it); two
-// negations of different tokens allow every text token. Special tokens other than EOS come
-// only through positive terminals.
+// `!<[x, y]>` allows every text token but x and y (those only if another reading allows them);
+// several negations allow every text token outside the intersection of their sets. Special
+// tokens other than EOS come only through positive terminals.
 bool GrammarMatcher::fill_token_terminals(TokenBitmask& mask) {
   const TokenTrie& t = g_->trie();
-  const auto& states = g_->nfa().states();
-  const auto& edges = g_->nfa().token_edges();
+  const NfaGrammar& nfa = g_->nfa();
+  const auto& states = nfa.states();
+  const auto& edges = nfa.token_edges();
   positive_.clear();
   bool negation = false;
-  int32_t excluded = -1;  // the one token every negation excludes, or -1
+  std::vector<int32_t> excluded;  // the tokens every negation excludes
   for (const EarleyItem* it = parser_.last_begin(); it != parser_.last_end(); ++it) {
     const NfaState& st = states[it->state];
     for (uint32_t e = st.token_begin; e < st.token_end; ++e) {
       const TokenEdge& te = edges[e];
       if (!te.negated) {
         positive_.push_back(te.token);
-      } else {
-        excluded = !negation || excluded == te.token ? te.token : -1;
+      } else if (!negation) {
+        const auto x = nfa.excluded(te);
+        excluded.assign(x.begin(), x.end());
         negation = true;
+      } else {
+        std::erase_if(excluded, [&](int32_t id) { return !nfa.excludes(te, id); });
       }
     }
   }
   for (int32_t id : positive_) mask.set(id);
   if (!negation) return false;
-  bool keep = excluded < 0 || mask.test(excluded);
-  if (!keep && !t.is_special(excluded) && !t.token_bytes(excluded).empty()) {
-    // x may still be read as bytes.
-    const size_t base = parser_.num_sets();
-    keep = true;
-    for (char c : t.token_bytes(excluded))
-      if (!parser_.push_byte(static_cast<uint8_t>(c))) {
-        keep = false;
-        break;
-      }
-    parser_.truncate(base);
+  std::vector<int32_t> drop;
+  for (int32_t x : excluded) {
+    bool keep = mask.test(x);
+    if (!keep && !t.is_special(x) && !t.token_bytes(x).empty()) {
+      // x may still be read as bytes.
+      const size_t base = parser_.num_sets();
+      keep = true;
+      for (char c : t.token_bytes(x))
+        if (!parser_.push_byte(static_cast<uint8_t>(c))) {
+          keep = false;
+          break;
+        }
+      parser_.truncate(base);
+    }
+    if (!keep) drop.push_back(x);
   }
   mask.or_with(t.text_bits());
-  if (!keep) mask.reset(excluded);
+  for (int32_t x : drop) mask.reset(x);
   return true;
 }
 

@@ -43,6 +43,7 @@ class NfaBuilder {
       out.rule_names_.push_back(rules[r].name);
     }
     for (size_t r = 0; r < rules.size(); ++r) build_rule(static_cast<RuleId>(r), out);
+    out.excluded_tokens_ = std::move(excluded_);
     prune_dead_ends(out);
     compute_nullable(out);
   }
@@ -77,7 +78,10 @@ class NfaBuilder {
       }
       case ExprKind::kToken: {
         int s = new_state();
-        ts_[from].tokens.emplace_back(TokenEdge{e.token, e.negated, 0}, s);
+        const auto b = static_cast<uint32_t>(excluded_.size());  // (positive: no set)
+        excluded_.insert(excluded_.end(), e.excluded.begin(), e.excluded.end());
+        const auto end = static_cast<uint32_t>(excluded_.size());
+        ts_[from].tokens.emplace_back(TokenEdge{e.token, e.negated, 0, b, end}, s);
         return s;
       }
       case ExprKind::kTagDispatch:
@@ -193,9 +197,7 @@ class NfaBuilder {
     int start = new_state();
     int end = build(g_.rules()[r].body, start);
     // Epsilon closure per state, then keep states reachable by real edges.
-    size_t n = ts_.size();
-    std::vector<int> map(n, -1), order;
-    std::vector<int> mark(n, -1), stack, closure;
+    std::vector<int> map(ts_.size(), -1), order, mark(ts_.size(), -1), stack, closure;
     const size_t base = out.states_.size();
     auto visit = [&](int s) {
       if (map[s] < 0) {
@@ -240,10 +242,8 @@ class NfaBuilder {
           TokenEdge te = edge;
           te.target = static_cast<uint32_t>(map[t]);
           bool dup = false;
-          for (size_t k = st.token_begin; k < out.token_edges_.size(); ++k) {
-            const TokenEdge& o = out.token_edges_[k];
-            dup |= o.token == te.token && o.negated == te.negated && o.target == te.target;
-          }
+          for (size_t k = st.token_begin; k < out.token_edges_.size(); ++k)
+            dup |= out.token_edges_[k] == te;
           if (!dup) out.token_edges_.push_back(te);
         }
       }
@@ -350,10 +350,9 @@ class NfaBuilder {
   static void compute_nullable(NfaGrammar& out) {
     size_t nr = out.rule_start_.size();
     out.nullable_.assign(nr, false);
-    bool changed = true;
     std::vector<uint32_t> stack;
     std::vector<uint8_t> seen(out.states_.size(), 0);
-    while (changed) {
+    for (bool changed = true; changed;) {
       changed = false;
       for (size_t r = 0; r < nr; ++r) {
         if (out.nullable_[r]) continue;
@@ -380,6 +379,7 @@ class NfaBuilder {
   const Grammar& g_;
   const CompileLimits& limits_;
   std::vector<TState> ts_;
+  std::vector<int32_t> excluded_;  // negated token edges' sets, moved into the NfaGrammar
   size_t total_ = 0;
 };
 

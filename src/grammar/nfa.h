@@ -4,10 +4,12 @@
 // parser item is just (state, origin). Immutable after compile, shared between matchers.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,11 +29,14 @@ struct RefEdge {
   uint32_t target;
 };
 
-// A token terminal: consumes one whole token, never bytes (ir.h kToken).
+// A token terminal: consumes one whole token, never bytes (ir.h kToken). A negated one takes
+// any text token outside NfaGrammar::excluded_tokens()[excl_begin, excl_end).
 struct TokenEdge {
   int32_t token;
   bool negated;
   uint32_t target;
+  uint32_t excl_begin = 0, excl_end = 0;
+  bool operator==(const TokenEdge&) const = default;
 };
 
 struct NfaState {
@@ -60,6 +65,14 @@ class NfaGrammar {
   const std::vector<TokenEdge>& token_edges() const { return token_edges_; }
   // Lets byte-only grammars (all of JSON Schema and regex) skip every token-terminal check.
   bool has_token_edges() const { return !token_edges_.empty(); }
+  // A negated edge's excluded ids, sorted.
+  std::span<const int32_t> excluded(const TokenEdge& e) const {
+    return {excluded_tokens_.data() + e.excl_begin, e.excl_end - e.excl_begin};
+  }
+  bool excludes(const TokenEdge& e, int32_t id) const {
+    auto x = excluded(e);
+    return std::binary_search(x.begin(), x.end(), id);
+  }
   uint32_t rule_start(RuleId r) const { return rule_start_[r]; }
   bool nullable(RuleId r) const { return nullable_[r]; }
   RuleId root() const { return root_; }
@@ -72,6 +85,7 @@ class NfaGrammar {
   std::vector<ByteEdge> byte_edges_;
   std::vector<RefEdge> ref_edges_;
   std::vector<TokenEdge> token_edges_;
+  std::vector<int32_t> excluded_tokens_;  // TokenEdge::excl_begin/excl_end
   std::vector<uint32_t> rule_start_;
   std::vector<bool> nullable_;
   std::vector<std::string> rule_names_;

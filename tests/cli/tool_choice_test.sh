@@ -120,7 +120,7 @@ for (const line of fs.readFileSync(process.argv[2], "utf8").split("\n")) {
                   value: "'always' is not one of none, auto, required",
                   schema: "parameters keyword 'oneOf'",
                   parallel: "body.parallel_tool_calls: must be a boolean",
-                  format: "format.type: 'dispatch' is not supported"}[arg];
+                  format: "format.rules: must be a non-empty array"}[arg];
     if (!resp || resp.status_code !== 400 || !msg.includes(want)) bad(id, `want a 400 naming '${want}', got ${line}`);
     else checked++;
     continue;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Any schema text (valid JSON or not) must convert or fail with a Status.
+// Any schema text (valid JSON or not) must convert or fail with a Status, as JSON and as Qwen's
+// XML parameters (structural tags' qwen_xml_parameter), keys in any order and in schema order.
 #include <cstdint>
 #include <string_view>
 
@@ -8,10 +9,16 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  for (bool lenient : {false, true}) {
+  const auto schema = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  for (int mode = 0; mode < 4; ++mode) {
     di::grammar::JsonSchemaOptions o;
-    o.lenient = lenient;
+    o.lenient = mode & 1;
+    if (mode & 2) o.any_order_max_properties = 0;
     auto g = di::grammar::json_schema_to_grammar(text, o);
+    if (mode == 0 && !schema.is_discarded()) {
+      auto q = di::grammar::json_schema_to_qwen_xml_grammar(schema, o);
+      if (q) (void)di::grammar::NfaGrammar::build(*q, {.max_states = 100'000});
+    }
     if (!g) continue;
     di::grammar::CompileLimits limits;
     limits.max_states = 100'000;

@@ -65,6 +65,18 @@ class SchemaConverter {
                          size_t lo,
                          size_t hi,
                          ExprId sep);
+  // --- any_order.cc: nullopt past the member bound or the schema's rule budget.
+  std::optional<ExprId> any_order_members(const std::vector<ExprId>& items,
+                                          const std::vector<bool>& req,
+                                          std::optional<ExprId> extra,
+                                          size_t lo,
+                                          size_t hi,
+                                          ExprId sep);
+  ExprId braces(ExprId members) {
+    return g_.seq({g_.literal("{"), ws(), members, ws(), g_.literal("}")});
+  }
+  // --- qwen_xml.cc: the structural tag format qwen_xml_parameter (schema_converter.h).
+  Grammar qwen_xml_grammar();
   ExprId array_expr(const json& s, const std::string& path, int depth);
   ExprId literal_value(const json& v);
   ExprId pattern_members(const json& pp,
@@ -118,6 +130,7 @@ class SchemaConverter {
   JsonSchemaOptions opts_;
   std::map<std::string, RuleId> named_;  // shared rules by key (incl. "$ref:...")
   std::vector<json> owned_;              // resolved/merged schemas kept alive
+  size_t any_order_rules_ = 0;           // subset rules spent by any_order_members
 };
 
 }  // namespace di::grammar

@@ -207,13 +207,19 @@ ExprId SchemaConverter::number_expr(const json& s, bool integer, const std::stri
 
 ExprId SchemaConverter::literal_value(const json& v) {
   if (v.is_object()) {
+    // Any key order (JSON equality ignores it), each key once; schema order past the bound.
+    std::vector<ExprId> members;
+    for (auto& [k, x] : v.items())
+      members.push_back(
+          g_.seq({g_.literal(json(k).dump()), ws(), g_.literal(":"), ws(), literal_value(x)}));
+    if (auto e = any_order_members(members, std::vector<bool>(members.size(), true), std::nullopt,
+                                   members.size(), members.size(),
+                                   g_.seq({ws(), g_.literal(","), ws()})))
+      return braces(*e);
     std::vector<ExprId> items{g_.literal("{"), ws()};
-    bool first = true;
-    for (auto& [k, x] : v.items()) {
-      if (!first) items.insert(items.end(), {ws(), g_.literal(","), ws()});
-      first = false;
-      items.insert(items.end(),
-                   {g_.literal(json(k).dump()), ws(), g_.literal(":"), ws(), literal_value(x)});
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (i) items.insert(items.end(), {ws(), g_.literal(","), ws()});
+      items.push_back(members[i]);
     }
     items.insert(items.end(), {ws(), g_.literal("}")});
     return g_.seq(std::move(items));

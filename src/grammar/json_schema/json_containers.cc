@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Objects and arrays for the JSON Schema front end. Objects: declared properties in schema order
-// (each optional one may be skipped), then additional properties whose keys differ from every
-// declared one, so a duplicate key can never dodge its declared schema.
+// Objects and arrays for the JSON Schema front end. Objects: declared properties in any order up
+// to a bound (any_order.cc), else in schema order (each optional one may be skipped), then
+// additional properties whose keys differ from every declared one, so a duplicate key can never
+// dodge its declared schema.
 #include <algorithm>
 
 #include "grammar/earley.h"
@@ -153,9 +154,12 @@ ExprId SchemaConverter::object_expr(const json& s, const std::string& path, int 
     if (!extra && n <= kMaxCountedMembers) {
       const auto lo = static_cast<size_t>(std::max(0.0, std::ceil(minp)));
       const size_t hi = maxp < 0 ? n : std::min(n, static_cast<size_t>(std::floor(maxp)));
+      if (auto e = any_order_members(items, req, std::nullopt, lo, hi, sep)) return braces(*e);
       return counted_members(items, req, lo, hi, sep);
     }
     if (!opts_.lenient) unsupported(path, "minProperties/maxProperties beyond the required set");
+  } else if (auto e = any_order_members(items, req, extra, 0, n, sep)) {
+    return braces(*e);
   }
   // rest[i]: members i.. after at least one was written; first[i]: none written yet.
   ExprId rest = extra ? g_.star(g_.seq({sep, *extra})) : g_.empty();

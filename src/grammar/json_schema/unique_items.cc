@@ -98,13 +98,13 @@ constexpr size_t kMaxDomain = 64;
 
 }  // namespace
 
-// Every value an items schema allows, when that is a small finite set and value() spells each
-// one exactly one way (literal_value, or the canonical integers): finite scalars
-// (finite_values, small_domain), enum/const with object or array values, an anyOf of such sets
-// next to a type filter, and objects with
-// additionalProperties false whose properties all have such domains (the product; optional
-// properties present or absent, written in schema order). Values are deduplicated by JSON
-// equality, so distinct values have distinct spellings. nullopt otherwise or past kMaxDomain.
+// Every value an items schema allows, when that is a small finite set and every spelling value()
+// allows for one of them reads back as that value only (literal_value: its keys in any order
+// (any_order.cc), or the canonical integers): finite scalars (finite_values, small_domain),
+// enum/const with object or array values, an anyOf of such sets next to a type filter, and
+// objects with additionalProperties false whose properties all have such domains (the product;
+// optional properties present or absent). Values are deduplicated by JSON equality, so no
+// spelling matches two of them. nullopt otherwise or past kMaxDomain.
 std::optional<std::vector<json>> SchemaConverter::item_domain(const json& s0,
                                                               const std::string& path,
                                                               int depth) {

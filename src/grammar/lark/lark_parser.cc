@@ -4,10 +4,9 @@
 #include <cctype>
 #include <map>
 #include <set>
-#include <stdexcept>
 #include <tuple>
+#include <vector>
 
-#include "grammar/lark/lark_common.h"
 #include "grammar/lark/lark_statements.h"
 #include "grammar/regex/regex_parser.h"
 #include "grammar/utf8.h"
@@ -26,14 +25,28 @@ class Builder {
   Grammar build(std::string_view text, std::string_view start_name) {
     const std::vector<Statement> stmts = split(text);
     std::vector<std::pair<Statement, size_t>> defs;  // statement, offset of the body
-    std::vector<Statement> ignores;
+    std::vector<Statement> ignores, overrides;
     for (const Statement& s : stmts) {
-      if (s.text[0] == '%') {
-        directive(s, ignores);
+      if (auto m = lark::modifier(s)) {
+        (m->override_ ? overrides : extends_).push_back(m->def);
         continue;
       }
-      const size_t body = header(s);
-      if (body != kTemplate) defs.emplace_back(s, body);
+      if (s.text[0] == '%')
+        directive(s, ignores);
+      else if (const size_t body = header(s); body != kTemplate)
+        defs.emplace_back(s, body);
+    }
+    // %override: the new body replaces this grammar's definition or an imported common one.
+    for (const Statement& o : overrides) {
+      const std::string name = lark::defined_name(o);
+      if (!std::erase_if(defs,
+                         [&](const auto& d) { return lark::defined_name(d.first) == name; }) &&
+          !imported_.erase(name))
+        fail(o.line, "%override of '" + name + "', which is not defined (or a template)");
+      defined_.erase(name);
+      const size_t body = header(o);
+      if (body == kTemplate) fail(o.line, "%override of a template is not supported");
+      defs.emplace_back(o, body);
     }
     if (!ignores.empty()) ignore_ = g_.add_rule("__ignore");
     for (auto& [s, body] : defs) define(s, body, /*common=*/false);
@@ -43,17 +56,18 @@ class Builder {
       g_.set_body(ignore_, g_.star(g_.alt(std::move(alts))));
     }
     resolve_common();
+    for (const Statement& x : extends_)
+      if (!defined_.count(lark::defined_name(x)))
+        fail(x.line, "%extend of '" + lark::defined_name(x) + "', which is not defined");
     auto it = names_.find(std::string(start_name));
     if (it == names_.end() || !defined_.count(std::string(start_name)))
       fail(1, "no '" + std::string(start_name) + "' rule");
-    for (const auto& [name, id] : names_) {
-      if (!defined_.count(name)) {
-        fail(
-            first_use_[name],
-            "'" + name + "' is not defined" +
-                (common_line(name).empty() ? std::string() : " (add %import common." + name + ")"));
-      }
-    }
+    for (const auto& [name, id] : names_)
+      if (!defined_.count(name))
+        fail(first_use_[name],
+             "'" + name + "' is not defined" +
+                 (lark::common_line(name).empty() ? std::string()
+                                                  : " (add %import common." + name + ")"));
     RuleId root = it->second;
     if (ignore_ >= 0) {
       root = g_.add_rule("__start");
@@ -91,17 +105,20 @@ class Builder {
   }
 
   void define(const Statement& s, size_t body, bool common) {
-    size_t b = s.text[0] == '?' || s.text[0] == '!' ? 1 : 0;
-    size_t e = b;
-    while (e < s.text.size() && name_char(s.text[e])) ++e;
-    const std::string name = s.text.substr(b, e - b);
+    const std::string name = lark::defined_name(s);
     common_ = common;
-    g_.set_body(names_.at(name), parse_body(s, body, terminal_name(name)));
+    std::vector<ExprId> alts{parse_body(s, body, terminal_name(name))};
+    // %extend: more alternatives, the user's text (names in it are not common imports).
+    common_ = false;
+    for (const Statement& x : extends_)
+      if (lark::defined_name(x) == name)
+        alts.push_back(parse_body(x, x.text.find(':') + 1, terminal_name(name)));
+    g_.set_body(names_.at(name), alts.size() == 1 ? alts[0] : g_.alt(std::move(alts)));
   }
 
   void directive(const Statement& s, std::vector<Statement>& ignores) {
     lark::directive(s, ignores, imported_,
-                    [](const std::string& n) { return !common_line(n).empty(); });
+                    [](const std::string& n) { return !lark::common_line(n).empty(); });
   }
 
   // Templates (`name{p1, p2}: body`, used as `name{arg1, arg2}`): each distinct argument list
@@ -191,19 +208,13 @@ class Builder {
     return r;
   }
 
-  static std::string common_line(const std::string& name) {
-    for (const Statement& s : split(kLarkCommon))
-      if (s.text.rfind(name + ":", 0) == 0) return s.text;
-    return {};
-  }
-
   // Defines every imported name still undefined, and the common names those bodies use.
   void resolve_common() {
     for (bool changed = true; changed;) {
       changed = false;
       for (const auto& [name, id] : names_) {
         if (defined_.count(name) || !imported_.count(name)) continue;
-        const Statement s{common_line(name), 0};
+        const Statement s{lark::common_line(name), 0};
         defined_.insert(name);
         define(s, name.size() + 1, /*common=*/true);
         changed = true;
@@ -348,17 +359,7 @@ class Builder {
   std::string string_literal() { return lark::string_literal(*text_, pos_, line_); }
 
   ExprId regex() {
-    std::string pattern;
-    for (++pos_; pos_ < text_->size() && (*text_)[pos_] != '/'; ++pos_) {
-      if ((*text_)[pos_] == '\\' && pos_ + 1 < text_->size() && (*text_)[pos_ + 1] == '/')
-        ++pos_;
-      else if ((*text_)[pos_] == '\\' && pos_ + 1 < text_->size())
-        pattern += (*text_)[pos_++];
-      pattern += (*text_)[pos_];
-    }
-    ++pos_;
-    if (pos_ < text_->size() && std::isalpha(static_cast<unsigned char>((*text_)[pos_])))
-      fail(line_, std::string("regex flags (/.../") + (*text_)[pos_] + ") are not supported");
+    const std::string pattern = lark::regex_literal(*text_, pos_, line_);
     auto e = regex_to_expr(g_, pattern, RegexOptions{});
     if (!e) fail(line_, "regex /" + pattern + "/: " + e.status().message());
     return *e;
@@ -368,6 +369,7 @@ class Builder {
   std::map<std::string, RuleId> names_;
   std::set<std::string> defined_, imported_;
   std::map<std::string, int> first_use_, decl_line_;
+  std::vector<Statement> extends_;  // %extend definitions, applied where their name is defined
   RuleId ignore_ = -1;
   const std::string* text_ = nullptr;
   size_t pos_ = 0;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "grammar/lark/lark_statements.h"
 
+#include <algorithm>
 #include <cctype>
 
+#include "grammar/lark/lark_common.h"
 #include "grammar/utf8.h"
 
 namespace di::grammar::lark {
@@ -106,6 +108,46 @@ std::string string_literal(const std::string& text, size_t& pos, int line) {
   return out;
 }
 
+std::optional<Modifier> modifier(const Statement& s) {
+  for (const char* kw : {"%override", "%extend"}) {
+    const std::string k = kw;
+    if (s.text.rfind(k, 0) != 0 || (s.text.size() > k.size() && s.text[k.size()] != ' ')) continue;
+    Modifier m{k == "%override", Statement{s.text.substr(k.size()), s.line}};
+    m.def.text.erase(0, std::min(m.def.text.size(), m.def.text.find_first_not_of(' ')));
+    if (m.def.text.empty() || m.def.text.find(':') == std::string::npos)
+      fail(s.line, k + " needs a definition ('" + k + " name: ...')");
+    return m;
+  }
+  return std::nullopt;
+}
+
+std::string defined_name(const Statement& s) {
+  size_t b = s.text[0] == '?' || s.text[0] == '!' ? 1 : 0, e = b;
+  while (e < s.text.size() && name_char(s.text[e])) ++e;
+  return s.text.substr(b, e - b);
+}
+
+std::string regex_literal(const std::string& text, size_t& pos, int line) {
+  std::string pattern;
+  for (++pos; pos < text.size() && text[pos] != '/'; ++pos) {
+    if (text[pos] == '\\' && pos + 1 < text.size() && text[pos + 1] == '/')
+      ++pos;
+    else if (text[pos] == '\\' && pos + 1 < text.size())
+      pattern += text[pos++];
+    pattern += text[pos];
+  }
+  ++pos;
+  if (pos < text.size() && std::isalpha(static_cast<unsigned char>(text[pos])))
+    fail(line, std::string("regex flags (/.../") + text[pos] + ") are not supported");
+  return pattern;
+}
+
+std::string common_line(const std::string& name) {
+  for (const Statement& s : split(kLarkCommon))
+    if (s.text.rfind(name + ":", 0) == 0) return s.text;
+  return {};
+}
+
 void directive(const Statement& s,
                std::vector<Statement>& ignores,
                std::set<std::string>& imported,
@@ -115,9 +157,13 @@ void directive(const Statement& s,
     ignores.push_back(Statement{t.substr(7), s.line});
     return;
   }
-  if (t.rfind("%import", 0) != 0) {
+  if (t.rfind("%declare", 0) == 0)
     fail(s.line,
-         "'" + t.substr(0, t.find(' ')) + "' is not supported (only %import common and %ignore)");
+         "'%declare' is not supported: declared terminals come from a post-lexer (such as "
+         "Lark's Indenter), and no text spells them, so a byte-level grammar cannot match them");
+  if (t.rfind("%import", 0) != 0) {
+    fail(s.line, "'" + t.substr(0, t.find(' ')) +
+                     "' is not supported (only %import common, %ignore, %override, %extend)");
   }
   std::string rest = t.substr(7);
   rest.erase(0, rest.find_first_not_of(' '));

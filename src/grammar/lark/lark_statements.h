@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,25 @@ void directive(const Statement& s,
                std::vector<Statement>& ignores,
                std::set<std::string>& imported,
                const std::function<bool(const std::string&)>& is_common);
+
+// `%override DEF` / `%extend DEF`: the definition statement they carry (nullopt: another
+// statement). `%declare` (terminals a post-lexer emits, e.g. an Indenter's _INDENT) is refused
+// by directive(): no text spells those terminals, so no byte-level grammar can.
+struct Modifier {
+  bool override_ = false;
+  Statement def;
+};
+std::optional<Modifier> modifier(const Statement& s);
+
+// The name a definition statement `[?!]name[.N][{params}]: ...` defines.
+std::string defined_name(const Statement& s);
+
+// The pattern of the /regex/ starting at text[pos] (escaped '/' unescaped); pos ends after
+// it. Flags (/.../i) are refused.
+std::string regex_literal(const std::string& text, size_t& pos, int line);
+
+// common.lark's definition of `name` (lark_common.h), or "" when it has none.
+std::string common_line(const std::string& name);
 
 // The string literal starting at text[pos] (a '"'), Python escapes decoded; pos ends after it.
 // `"..."i` (case-insensitive) is refused.

@@ -3,11 +3,11 @@
 //   {"type": "regex", "pattern"}            the whole text of the format matches the pattern
 //   {"type": "grammar", "grammar"}          an EBNF grammar (our EBNF dialect), rule `root`
 //   {"type": "token", "token"}              one whole token, by id or by its exact text
-//   {"type": "exclude_token", "exclude_tokens"}  any one text token but the one listed
+//   {"type": "exclude_token", "exclude_tokens"}  any one text token but the ones listed
 //   {"type": "any_tokens", "exclude_tokens"}     zero or more such tokens
 // Token formats resolve through the vocabulary the grammar is compiled for (token terminals,
 // ir.h kToken): without one, or for an id/text the vocabulary lacks, they are errors. A negated
-// token terminal excludes one token, so exclude_token / any_tokens take exactly one.
+// token terminal excludes a set (Grammar::token_except), so exclude_tokens may list any number.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -6,19 +6,14 @@
 
 #include "grammar/aho_corasick.h"
 #include "grammar/structural_tag/leaf_formats.h"
+#include "grammar/structural_tag/tag_fields.h"
+#include "grammar/structural_tag/token_formats.h"
 
 namespace di::grammar {
 namespace {
 
-using OJson = nlohmann::ordered_json;
-
-struct TagError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw TagError(path + ": " + what);
-}
+// The JSON field readers (fail, str, flag, strings, token_id, ...): tag_fields.h.
+using namespace tag_fields;  // NOLINT(google-build-using-namespace)
 
 // The end strings of the innermost enclosing tag, which an unlimited format consumes itself
 // (xgrammar's "detected end strings"); empty: none, such a format runs to the end of the text.
@@ -64,38 +59,6 @@ class Builder {
   }
 
  private:
-  static const std::string& str(const OJson& obj, const char* key, const std::string& path) {
-    auto it = obj.find(key);
-    if (it == obj.end() || !it->is_string()) fail(path + "." + key, "must be a string");
-    return it->get_ref<const std::string&>();
-  }
-  static bool flag(const OJson& obj, const char* key, const std::string& path) {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return false;
-    if (!it->is_boolean()) fail(path + "." + key, "must be a boolean");
-    return it->get<bool>();
-  }
-  static const OJson& array(const OJson& obj, const char* key, const std::string& path) {
-    auto it = obj.find(key);
-    if (it == obj.end() || !it->is_array() || it->empty())
-      fail(path + "." + key, "must be a non-empty array");
-    return *it;
-  }
-  // An optional array of non-empty strings (excludes).
-  static std::vector<std::string> strings(const OJson& obj,
-                                          const char* key,
-                                          const std::string& path) {
-    std::vector<std::string> out;
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return out;
-    if (!it->is_array()) fail(path + "." + key, "must be an array of non-empty strings");
-    for (size_t i = 0; i < it->size(); ++i) {
-      if (!(*it)[i].is_string() || (*it)[i].get<std::string>().empty())
-        fail(path + "." + key + "[" + std::to_string(i) + "]", "must be a non-empty string");
-      out.push_back((*it)[i].get<std::string>());
-    }
-    return out;
-  }
   static Ends non_empty(const Ends& ends) {
     Ends out;
     for (const std::string& e : ends)
@@ -109,9 +72,10 @@ class Builder {
     return alts.size() == 1 ? alts[0] : g_.alt(std::move(alts));
   }
 
-  ExprId schema(const OJson& s, const std::string& path) {
+  ExprId schema(const OJson& s, const std::string& path, bool qwen_xml = false) {
     if (!s.is_object() && !s.is_boolean()) fail(path, "must be a JSON Schema (object)");
-    auto sub = json_schema_to_grammar(s, opts_);
+    auto sub =
+        qwen_xml ? json_schema_to_qwen_xml_grammar(s, opts_) : json_schema_to_grammar(s, opts_);
     if (!sub) fail(path, sub.status().message());
     return g_.ref(g_.import(*sub, "s" + std::to_string(imports_++) + "_"));
   }
@@ -136,9 +100,13 @@ class Builder {
     } leave{depth_};
     const std::string& type = str(f, "type", path);
     if (type == "const_string") return {g_.literal(str(f, "value", path)), false};
-    if (type == "json_schema") {
+    if (type == "json_schema" || type == "qwen_xml_parameter") {
       if (!f.contains("json_schema")) fail(path + ".json_schema", "is missing");
-      return {schema(f["json_schema"], path + ".json_schema"), false};
+      const std::string style = f.contains("style") ? str(f, "style", path) : "json";
+      if (style != "json" && style != "qwen_xml")
+        fail(path + ".style", "'" + style + "' is not supported (json, qwen_xml)");
+      const bool qwen = type == "qwen_xml_parameter" || style == "qwen_xml";
+      return {schema(f["json_schema"], path + ".json_schema", qwen), false};
     }
     if (type == "any_text") return {free_text(ends, strings(f, "excludes", path)), true};
     if (type == "regex" || type == "grammar") {
@@ -150,15 +118,25 @@ class Builder {
         fail(path + ".excludes", "is not supported on a regex format");
       return {*e, false};
     }
-    if (type == "token") return {g_.token(token_id(f, "token", path)), false};
+    if (type == "token") return {g_.token(token_id(f, "token", path, vocab_)), false};
     if (type == "exclude_token" || type == "any_tokens") {
-      auto it = f.find("exclude_tokens");
-      if (it == f.end() || !it->is_array() || it->size() != 1)
-        fail(path + ".exclude_tokens",
-             "must list exactly one token (a token terminal excludes one; no exclusion or "
-             "several are not supported)");
-      const ExprId one = g_.token(token_id(*it, size_t{0}, path + ".exclude_tokens"), true);
+      const ExprId one = g_.token_except(token_list(f, "exclude_tokens", path, false, vocab_));
       return {type == "any_tokens" ? g_.star(one) : one, false};
+    }
+    if (type == "dispatch" || type == "token_dispatch") return dispatch_rules(f, path, ends);
+    if (type == "token_triggered_tags") {
+      const std::vector<int32_t> triggers = token_list(f, "trigger_tokens", path, true, vocab_);
+      std::vector<ExprId> alts;
+      std::vector<int32_t> begins;
+      for (const TagParts& t : tags(f, path)) {
+        begins.push_back(t.begin_token < 0 ? -1 : g_.expr(t.begin_token).token);
+        alts.push_back(whole(t));
+      }
+      tag_fields::check_token_triggers(triggers, begins, path);
+      return {token_triggered_expr(
+                  g_, triggers, alts, token_list(f, "exclude_tokens", path, false, vocab_),
+                  flag(f, "at_least_one", path), flag(f, "stop_after_first", path)),
+              false};
     }
     if (type == "optional" || type == "plus" || type == "star" || type == "repeat") {
       auto c = f.find("content");
@@ -199,13 +177,7 @@ class Builder {
     }
     if (type == "tag") return {whole(tag(f, path)), false};
     if (type == "triggered_tags") {
-      std::vector<std::string> triggers;
-      const OJson& tr = array(f, "triggers", path);
-      for (size_t i = 0; i < tr.size(); ++i) {
-        if (!tr[i].is_string() || tr[i].get<std::string>().empty())
-          fail(path + ".triggers[" + std::to_string(i) + "]", "must be a non-empty string");
-        triggers.push_back(tr[i].get<std::string>());
-      }
+      const std::vector<std::string> triggers = strings(f, "triggers", path, true);
       TagDispatchSpec spec;
       spec.loop = !flag(f, "stop_after_first", path);
       spec.at_least_one = flag(f, "at_least_one", path);
@@ -230,9 +202,54 @@ class Builder {
       return {body, true};
     }
     fail(path + ".type", "'" + type +
-                             "' is not supported (const_string, json_schema, any_text, regex, "
-                             "grammar, token, exclude_token, any_tokens, sequence, or, tag, "
-                             "triggered_tags, tags_with_separator, optional, plus, star, repeat)");
+                             "' is not supported (const_string, json_schema, "
+                             "qwen_xml_parameter, any_text, regex, grammar, token, "
+                             "exclude_token, any_tokens, sequence, or, tag, triggered_tags, "
+                             "tags_with_separator, dispatch, token_dispatch, "
+                             "token_triggered_tags, optional, plus, star, repeat)");
+  }
+
+  // dispatch: [[pattern, format], ...] over free text (a TagDispatch; unlimited like
+  // triggered_tags); token_dispatch: [[token, format], ...] over free tokens (token_formats.h).
+  Lowered dispatch_rules(const OJson& f, const std::string& path, const Ends& ends) {
+    const bool tokens = str(f, "type", path) == "token_dispatch";
+    const OJson& rules = array(f, "rules", path);
+    const bool loop = flag_or(f, "loop", path, true);
+    TagDispatchSpec spec;
+    std::vector<int32_t> ids;
+    std::vector<ExprId> bodies;
+    for (size_t i = 0; i < rules.size(); ++i) {
+      const std::string p = path + ".rules[" + std::to_string(i) + "]";
+      if (!rules[i].is_array() || rules[i].size() != 2)
+        fail(p, tokens ? "must be a [token, format] pair" : "must be a [pattern, format] pair");
+      const Lowered l = format(rules[i][1], p + "[1]", {});
+      if (l.unlimited) fail(p + "[1]", "must not be unlimited (any_text, triggered_tags, ...)");
+      if (tokens) {
+        const int32_t id = token_id(rules[i], size_t{0}, p, vocab_);
+        if (std::find(ids.begin(), ids.end(), id) != ids.end()) fail(p + "[0]", "is repeated");
+        ids.push_back(id);
+        bodies.push_back(l.expr);
+        continue;
+      }
+      if (!rules[i][0].is_string() || rules[i][0].get<std::string>().empty())
+        fail(p + "[0]", "must be a non-empty string");
+      const std::string& pat = rules[i][0].get_ref<const std::string&>();
+      if (std::find(spec.triggers.begin(), spec.triggers.end(), pat) != spec.triggers.end())
+        fail(p + "[0]", "is repeated");
+      const RuleId r = g_.add_rule("dispatch" + std::to_string(imports_++));
+      g_.set_body(r, l.expr);
+      spec.triggers.push_back(pat);
+      spec.rules.push_back(r);
+    }
+    if (tokens)
+      return {token_dispatch_expr(g_, ids, bodies,
+                                  token_list(f, "exclude_tokens", path, false, vocab_), loop),
+              false};
+    spec.loop = loop;
+    spec.stops = ends;
+    spec.stop_eos = ends.empty();
+    spec.excludes = strings(f, "excludes", path);
+    return {g_.tag_dispatch(std::move(spec)), true};
   }
 
   std::vector<TagParts> tags(const OJson& f, const std::string& path) {
@@ -247,19 +264,6 @@ class Builder {
     return out;
   }
 
-  // A token given as {"type": "token", "token": T} or as T itself, inside obj[key] (or [i]).
-  int32_t token_id(const OJson& obj, const char* key, const std::string& path) {
-    auto it = obj.find(key);
-    if (it == obj.end()) fail(path + "." + key, "is missing");
-    auto id = token_leaf_id(*it, vocab_);
-    if (!id) fail(path + "." + key, id.status().message());
-    return *id;
-  }
-  int32_t token_id(const OJson& list, size_t i, const std::string& path) {
-    auto id = token_leaf_id(list[i], vocab_);
-    if (!id) fail(path + "[" + std::to_string(i) + "]", id.status().message());
-    return *id;
-  }
   static bool is_token_format(const OJson& x) {
     return x.is_object() && x.value("type", std::string()) == "token";
   }
@@ -274,12 +278,12 @@ class Builder {
   TagParts tag(const OJson& f, const std::string& path) {
     TagParts t;
     if (f.contains("begin") && is_token_format(f["begin"]))
-      t.begin_token = g_.token(token_id(f["begin"], "token", path + ".begin"));
+      t.begin_token = g_.token(token_id(f["begin"], "token", path + ".begin", vocab_));
     else
       t.begin = str(f, "begin", path);
     auto e = f.find("end");
     if (e != f.end() && is_token_format(*e)) {
-      t.end_token = g_.token(token_id(*e, "token", path + ".end"));
+      t.end_token = g_.token(token_id(*e, "token", path + ".end", vocab_));
     } else if (e != f.end() && e->is_array() && !e->empty()) {
       for (size_t i = 0; i < e->size(); ++i) {
         if (!(*e)[i].is_string())
@@ -350,13 +354,7 @@ class Builder {
   }
 
   ExprId legacy(const OJson& root) {
-    std::vector<std::string> triggers;
-    const OJson& tr = array(root, "triggers", "structural_tag");
-    for (size_t i = 0; i < tr.size(); ++i) {
-      if (!tr[i].is_string() || tr[i].get<std::string>().empty())
-        fail("structural_tag.triggers[" + std::to_string(i) + "]", "must be a non-empty string");
-      triggers.push_back(tr[i].get<std::string>());
-    }
+    const std::vector<std::string> triggers = strings(root, "triggers", "structural_tag", true);
     std::vector<TagParts> tags;
     const OJson& st = array(root, "structures", "structural_tag");
     for (size_t i = 0; i < st.size(); ++i) {

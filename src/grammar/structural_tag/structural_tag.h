@@ -14,8 +14,11 @@
 //             "stop_after_first"}, and since grammar8 `regex`, `grammar`, `token`,
 //            `exclude_token`, `any_tokens` (leaf_formats.h), `optional` / `plus` / `star`
 //            (`content`), `repeat` (`content`, `min`, `max`; -1 unbounded), and a tag's `begin`
-//            / `end` as a token format. Other types (dispatch, token_dispatch,
-//            token_triggered_tags, qwen_xml_parameter, ...) are a 400 naming the type.
+//            / `end` as a token format; since grammar9 `dispatch` (`rules` [pattern, format],
+//            `loop`, `excludes`: unlimited, like triggered_tags), `token_dispatch` and
+//            `token_triggered_tags` (token_formats.h), `qwen_xml_parameter` / json_schema
+//            `style: qwen_xml` (json_schema/qwen_xml.cc) and exclude_tokens lists of any
+//            length. Other types are a 400 naming the type.
 // any_text, triggered_tags and tags_with_separator are "unlimited": inside a tag they run up to
 // the tag's end string (which they read themselves, as xgrammar does), elsewhere to the end of
 // the text, so they must come last in a sequence. Triggers become a TagDispatch (ir.h) whose

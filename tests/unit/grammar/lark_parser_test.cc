@@ -121,5 +121,33 @@ TEST(grammar_lark, RefusalsNameTheConstruct) {
   EXPECT_FALSE(looks_like_lark("root ::= \"a\""));
 }
 
+// %override replaces a definition (of this grammar or an imported common one); %extend adds
+// alternatives; both refuse a name nothing defines.
+TEST(grammar_lark, OverrideAndExtend) {
+  auto cg = compile(R"lark(start: item ("," item)*
+item: WORD | NUMBER
+WORD: /[a-z]+/
+%import common.NUMBER
+%override WORD: "x" | "y"
+%extend item: "(" item ")"
+%extend WORD: "zz"
+%override NUMBER: "0" | "1"
+)lark");
+  ASSERT_TRUE(cg);
+  using testing::matches;
+  EXPECT_TRUE(matches(cg, "x,(y),((zz)),1"));
+  EXPECT_FALSE(matches(cg, "abc"));  // WORD's old body is gone
+  EXPECT_FALSE(matches(cg, "2"));    // so is common NUMBER's
+  EXPECT_FALSE(matches(cg, "(x"));
+  EXPECT_NE(
+      error_of("start: \"a\"\n%override b: \"x\"\n").find("%override of 'b', which is not defined"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of("start: \"a\"\n%extend b: \"x\"\n").find("%extend of 'b', which is not defined"),
+      std::string::npos);
+  EXPECT_NE(error_of("start: \"a\"\n%extend\n").find("needs a definition"), std::string::npos);
+  EXPECT_NE(error_of("start: \"a\"\n%declare X\n").find("post-lexer"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace di::grammar

@@ -185,7 +185,7 @@ TEST(grammar_structural_tag, ErrorsNameTheField) {
                 .find("triggers[1]: '<z' starts no tag"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"format": {"type": "dispatch", "rules": []}})")
-                .find("format.type: 'dispatch' is not supported"),
+                .find("format.rules: must be a non-empty array"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"format": {"type": "sequence", "elements": [{"type": "triggered_tags",
                          "triggers": ["a"], "tags": [{"begin": "a", "content":
