@@ -1,6 +1,9 @@
 #include "api/tool_call_grammar.h"
 
+#include <cstdint>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "grammar/utf8.h"
 
@@ -110,21 +113,62 @@ class Builder {
       for (const OJson& k : *r)
         if (k.is_string()) required.insert(k.get<std::string>());
     }
-    std::vector<ExprId> items{open(" invoke name=\""), g_.literal(name), g_.literal("\">\n")};
+    std::vector<ExprId> lines;
+    std::vector<bool> req;
     if (auto props = params.find("properties"); props != params.end()) {
       if (!props->is_object())
         return invalid_argument(at + ": parameters.properties must be an object");
       for (const auto& [key, sub] : props->items()) {
         DI_ASSIGN_OR_RETURN(ExprId p, parameter(at, key, sub, params));
-        ExprId line = g_.seq({p, g_.literal("\n")});
-        items.push_back(required.erase(key) ? line : g_.opt(line));
+        lines.push_back(g_.seq({p, g_.literal("\n")}));
+        req.push_back(required.erase(key) > 0);
       }
     }
     if (!required.empty())
       return invalid_argument(at + ": required parameter '" + *required.begin() +
                               "' is not among the properties");
-    items.push_back(close(" invoke>"));
-    return g_.seq(std::move(items));
+    return g_.seq({open(" invoke name=\""), g_.literal(name), g_.literal("\">\n"),
+                   parameters(lines, req), close(" invoke>")});
+  }
+
+  // The parameter lines of a call in any order, each at most once and the required ones present,
+  // as JSON objects' members (json_schema/any_order.cc): one rule per set of lines written, for
+  // up to opts_.any_order_max_properties parameters while the builder's rule budget lasts; past
+  // that in schema order. (The model writes its arguments in the order it chooses; the response
+  // parser reads them in any order.)
+  ExprId parameters(const std::vector<ExprId>& lines, const std::vector<bool>& req) {
+    const size_t n = lines.size();
+    const size_t states = n < 31 ? size_t{1} << n : 0;
+    if (n < 2 || n > static_cast<size_t>(opts_.any_order_max_properties) || n > 16 ||
+        any_order_rules_ + states > kAnyOrderRuleBudget) {
+      std::vector<ExprId> items;
+      for (size_t i = 0; i < n; ++i) items.push_back(req[i] ? lines[i] : g_.opt(lines[i]));
+      return g_.seq(std::move(items));
+    }
+    any_order_rules_ += states;
+    std::vector<ExprId> member(n);
+    for (size_t i = 0; i < n; ++i) {
+      const grammar::RuleId r = g_.add_rule("param" + std::to_string(g_.rules().size()));
+      g_.set_body(r, lines[i]);
+      member[i] = g_.ref(r);
+    }
+    uint32_t req_mask = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (req[i]) req_mask |= 1u << i;
+    // after[m]: the lines of set m written.
+    std::vector<grammar::RuleId> after(states);
+    for (size_t m = 0; m < states; ++m)
+      after[m] = g_.add_rule("params" + std::to_string(g_.rules().size()));
+    for (uint32_t m = 0; m < states; ++m) {
+      std::vector<ExprId> alts;
+      if ((m & req_mask) == req_mask) alts.push_back(g_.empty());
+      for (size_t i = 0; i < n; ++i) {
+        if (m & (1u << i)) continue;
+        alts.push_back(g_.seq({member[i], g_.ref(after[m | (1u << i)])}));
+      }
+      g_.set_body(after[m], g_.alt(std::move(alts)));
+    }
+    return g_.ref(after[0]);
   }
 
   // A call of `name` with any parameters: names ResponseParser accepts, either form, raw
@@ -184,9 +228,12 @@ class Builder {
     return true;
   }
 
+  static constexpr size_t kAnyOrderRuleBudget = 4096;  // subset rules over all the tools
+
   grammar::JsonSchemaOptions opts_;
   Grammar g_;
   int imports_ = 0;
+  size_t any_order_rules_ = 0;
 };
 
 }  // namespace

@@ -139,6 +139,25 @@ TEST(ToolCallGrammar, ForcesParsableCallsWithValidArguments) {
   EXPECT_TRUE(matches(required, block(call("get_weather", param("city", false, "\"x\"") +
                                                               param("days", false, "9") +
                                                               param("unit", false, "\"f\"")))));
+  // Parameters in any order, each at most once, the required ones present.
+  const std::string reordered =
+      call("get_weather",
+           param("unit", false, "\"c\"") + param("days", false, "2") + param("city", true, "Oslo"));
+  EXPECT_TRUE(matches(required, block(reordered)));
+  {
+    recipe::ResponseParser p2({false, {}});
+    recipe::ParsedResponse r2;
+    recipe::accumulate(r2, p2.push(block(reordered)));
+    recipe::accumulate(r2, p2.finish());
+    ASSERT_EQ(r2.tool_calls.size(), 1u);
+    EXPECT_EQ(json::parse(r2.tool_calls[0].arguments),
+              json::parse(R"({"unit": "c", "days": 2, "city": "Oslo"})"));
+  }
+  EXPECT_FALSE(matches(
+      required, block(call("get_weather", param("days", false, "2") + param("city", true, "a") +
+                                              param("city", true, "b")))));
+  EXPECT_FALSE(matches(required, block(call("get_weather", param("unit", false, "\"c\"") +
+                                                               param("days", false, "2")))));
   EXPECT_FALSE(matches(required, ""));  // a call is required
   EXPECT_FALSE(matches(required, block(call("get_weather", param("city", true, "x")))));  // days
   EXPECT_FALSE(matches(
