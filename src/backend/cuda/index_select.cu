@@ -185,66 +185,20 @@ __global__ void paged_rows_kernel(const int32_t* entries,
   out[i] = e < 0 ? -1 : pages[page_offset[r] + e / per] * per + e % per;
 }
 
-__global__ void __launch_bounds__(kThreads)
-    argmax_kernel(const float* x, int64_t cols, int32_t* out) {
-  __shared__ float best_v[kThreads / 32];
-  __shared__ int64_t best_i[kThreads / 32];
-  const float* row = x + static_cast<int64_t>(blockIdx.x) * cols;
-  // Each thread keeps its first largest value (strictly greater replaces), then pairs combine
-  // preferring the larger value and, for equal values, the lower index: max_element's choice.
+// The first index of the largest value of row[begin, end) over the block, into thread 0's bv and
+// bi (bi == cols: none), through the caller's shared best_v / best_i [kThreads / 32]. Each
+// thread keeps its first largest value (strictly greater replaces), then pairs combine preferring
+// the larger value and, for equal values, the lower index: max_element's choice.
+__device__ __forceinline__ void block_first_max(const float* row,
+                                                int64_t begin,
+                                                int64_t end,
+                                                int64_t cols,
+                                                float* best_v,
+                                                int64_t* best_i,
+                                                float& bv,
+                                                int64_t& bi) {
   float v = -__int_as_float(0x7f800000);
   int64_t idx = cols;  // "none yet": loses every tie
-  for (int64_t i = threadIdx.x; i < cols; i += kThreads) {
-    const float a = row[i];
-    if (idx == cols || a > v) {
-      v = a;
-      idx = i;
-    }
-  }
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_down_sync(0xffffffffu, v, o);
-    const int64_t oi = __shfl_down_sync(0xffffffffu, idx, o);
-    if (oi < cols && (idx >= cols || ov > v || (ov == v && oi < idx))) {
-      v = ov;
-      idx = oi;
-    }
-  }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    best_v[warp] = v;
-    best_i[warp] = idx;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float bv = best_v[0];
-    int64_t bi = best_i[0];
-    for (int w = 1; w < kThreads / 32; ++w) {
-      if (best_i[w] < cols &&
-          (bi >= cols || best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi))) {
-        bv = best_v[w];
-        bi = best_i[w];
-      }
-    }
-    out[blockIdx.x] = static_cast<int32_t>(bi < cols ? bi : 0);
-  }
-}
-
-// The same choice over long rows in two launches: block (c, r) scans chunk c of row r with
-// argmax_kernel's rules (a 129,280-value row was one CTA's 517 KB: 16.8 us at batch 1), and one
-// warp per row combines the chunks' winners with the same pairwise rule (larger value, then lower
-// index; "none" loses), which is associative, so the split (a function of cols only) changes
-// nothing.
-constexpr int64_t kArgmaxChunk = 4096;
-
-__global__ void __launch_bounds__(kThreads)
-    argmax_chunk_kernel(const float* x, int64_t cols, float* part_v, int64_t* part_i) {
-  __shared__ float best_v[kThreads / 32];
-  __shared__ int64_t best_i[kThreads / 32];
-  const int64_t chunks = gridDim.x, c = blockIdx.x, r = blockIdx.y;
-  const float* row = x + r * cols;
-  const int64_t begin = c * kArgmaxChunk, end = min(cols, begin + kArgmaxChunk);
-  float v = -__int_as_float(0x7f800000);
-  int64_t idx = cols;
   for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) {
     const float a = row[i];
     if (idx == cols || a > v) {
@@ -267,8 +221,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    float bv = best_v[0];
-    int64_t bi = best_i[0];
+    bv = best_v[0];
+    bi = best_i[0];
     for (int w = 1; w < kThreads / 32; ++w) {
       if (best_i[w] < cols &&
           (bi >= cols || best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi))) {
@@ -276,6 +230,37 @@ __global__ void __launch_bounds__(kThreads)
         bi = best_i[w];
       }
     }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    argmax_kernel(const float* x, int64_t cols, int32_t* out) {
+  __shared__ float best_v[kThreads / 32];
+  __shared__ int64_t best_i[kThreads / 32];
+  float bv;
+  int64_t bi;
+  block_first_max(x + static_cast<int64_t>(blockIdx.x) * cols, 0, cols, cols, best_v, best_i, bv,
+                  bi);
+  if (threadIdx.x == 0) out[blockIdx.x] = static_cast<int32_t>(bi < cols ? bi : 0);
+}
+
+// The same choice over long rows in two launches: block (c, r) scans chunk c of row r with
+// argmax_kernel's rules (a 129,280-value row was one CTA's 517 KB: 16.8 us at batch 1), and one
+// warp per row combines the chunks' winners with the same pairwise rule (larger value, then lower
+// index; "none" loses), which is associative, so the split (a function of cols only) changes
+// nothing.
+constexpr int64_t kArgmaxChunk = 4096;
+
+__global__ void __launch_bounds__(kThreads)
+    argmax_chunk_kernel(const float* x, int64_t cols, float* part_v, int64_t* part_i) {
+  __shared__ float best_v[kThreads / 32];
+  __shared__ int64_t best_i[kThreads / 32];
+  const int64_t chunks = gridDim.x, c = blockIdx.x, r = blockIdx.y;
+  const int64_t begin = c * kArgmaxChunk, end = min(cols, begin + kArgmaxChunk);
+  float bv;
+  int64_t bi;
+  block_first_max(x + r * cols, begin, end, cols, best_v, best_i, bv, bi);
+  if (threadIdx.x == 0) {
     part_v[r * chunks + c] = bv;
     part_i[r * chunks + c] = bi;
   }
