@@ -123,13 +123,17 @@ cudaError_t launch(
   return cudaGetLastError();
 }
 
+// The rows and K the kernel takes: the block sums of the whole K sit in shared memory (227 KB).
+bool decode_shape_fits(int64_t rows, int64_t in_features) {
+  const int64_t qp = (rows + 1) / 2;
+  return rows >= 1 && rows <= kBf16DecodeMaxRows && in_features <= (int64_t{1} << 20) &&
+         in_features / 32 * (8 * qp * 16 + 4) <= 227 * 1024;
+}
+
 }  // namespace
 
 bool bf16_decode_applies(int64_t rows, const DeviceWeight& w) {
-  // The block sums of the whole K sit in shared memory (up to 227 KB).
-  const int64_t qp = (rows + 1) / 2;
-  return rows >= 1 && rows <= kBf16DecodeMaxRows && w.in_features <= (int64_t{1} << 20) &&
-         w.in_features / 32 * (8 * qp * 16 + 4) <= 227 * 1024 && wgmma_bf16_applies(w);
+  return decode_shape_fits(rows, w.in_features) && wgmma_bf16_applies(w);
 }
 
 cudaError_t block_scaled_gemm_bf16_decode(const uint16_t* xb,
@@ -164,7 +168,9 @@ bool bf16_decode_preferred(int64_t rows, const DeviceWeight& w) {
   // Measured on the H200 (docs/benchmarks.md, "FP8 products at few rows"): the decode kernel wins
   // while the wgmma kernel's 64-feature CTAs cannot fill the device (N < 66 x 64); from there on
   // the wgmma tile is as fast or faster (5120 x 5120: 16.0 vs 16.9 us).
-  return bf16_decode_applies(rows, w) && w.out_features < 66 * 64;
+  // The caller has the weight from the wgmma path (wgmma_bf16_applies held): only the shape is
+  // checked here, not the device again.
+  return decode_shape_fits(rows, w.in_features) && w.out_features < 66 * 64;
 }
 
 }  // namespace di::backend::cuda

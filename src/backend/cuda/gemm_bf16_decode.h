@@ -29,7 +29,8 @@ cudaError_t block_scaled_gemm_bf16_decode(const uint16_t* xb,
                                           cudaStream_t s,
                                           int variant = 0);
 
-// Whether CudaOps takes the decode kernel for this product (where it is the faster of the two).
+// Whether CudaOps takes the decode kernel for this product (where it is the faster of the two),
+// for a weight wgmma_bf16_applies already accepted (the device is not queried again).
 bool bf16_decode_preferred(int64_t rows, const DeviceWeight& w);
 
 }  // namespace di::backend::cuda
