@@ -102,7 +102,8 @@ int run_grammar_bench_command(int argc, char** argv) {
   int any_order = grammar::JsonSchemaOptions{}.any_order_max_properties;
   app.add_option("--any-order", any_order,
                  "objects with up to N declared properties take them in any order (0: schema "
-                 "order)");
+                 "order; at most 16)")
+      ->check(CLI::Range(0, 16));
   app.add_flag("--key-order", key_order,
                "diagnostic: re-walk each rejected valid instance with its keys in schema order");
   DI_PARSE_FLAGS(app, argc, argv);
