@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/any_order.h"
 #include "grammar/utf8.h"
 
 namespace di::api {
@@ -131,44 +132,18 @@ class Builder {
                    parameters(lines, req), close(" invoke>")});
   }
 
-  // The parameter lines of a call in any order, each at most once and the required ones present,
-  // as JSON objects' members (json_schema/any_order.cc): one rule per set of lines written, for
-  // up to opts_.any_order_max_properties parameters while the builder's rule budget lasts; past
-  // that in schema order. (The model writes its arguments in the order it chooses; the response
-  // parser reads them in any order.)
+  // The parameter lines of a call in any order, each at most once and the required ones present
+  // (grammar/any_order.h, as JSON objects' members), up to opts_.any_order_max_properties
+  // parameters while the budget all the tools share lasts; past that in schema order. (The model
+  // writes its arguments in the order it chooses; the response parser reads them in any order.)
   ExprId parameters(const std::vector<ExprId>& lines, const std::vector<bool>& req) {
-    const size_t n = lines.size();
-    const size_t states = n < 31 ? size_t{1} << n : 0;
-    if (n < 2 || n > static_cast<size_t>(opts_.any_order_max_properties) || n > 16 ||
-        any_order_rules_ + states > kAnyOrderRuleBudget) {
-      std::vector<ExprId> items;
-      for (size_t i = 0; i < n; ++i) items.push_back(req[i] ? lines[i] : g_.opt(lines[i]));
-      return g_.seq(std::move(items));
-    }
-    any_order_rules_ += states;
-    std::vector<ExprId> member(n);
-    for (size_t i = 0; i < n; ++i) {
-      const grammar::RuleId r = g_.add_rule("param" + std::to_string(g_.rules().size()));
-      g_.set_body(r, lines[i]);
-      member[i] = g_.ref(r);
-    }
-    uint32_t req_mask = 0;
-    for (size_t i = 0; i < n; ++i)
-      if (req[i]) req_mask |= 1u << i;
-    // after[m]: the lines of set m written.
-    std::vector<grammar::RuleId> after(states);
-    for (size_t m = 0; m < states; ++m)
-      after[m] = g_.add_rule("params" + std::to_string(g_.rules().size()));
-    for (uint32_t m = 0; m < states; ++m) {
-      std::vector<ExprId> alts;
-      if ((m & req_mask) == req_mask) alts.push_back(g_.empty());
-      for (size_t i = 0; i < n; ++i) {
-        if (m & (1u << i)) continue;
-        alts.push_back(g_.seq({member[i], g_.ref(after[m | (1u << i)])}));
-      }
-      g_.set_body(after[m], g_.alt(std::move(alts)));
-    }
-    return g_.ref(after[0]);
+    if (auto e =
+            grammar::any_order_sequence(g_, lines, req, std::nullopt, 0, lines.size(), g_.empty(),
+                                        opts_.any_order_max_properties, any_order_budget_))
+      return *e;
+    std::vector<ExprId> items;
+    for (size_t i = 0; i < lines.size(); ++i) items.push_back(req[i] ? lines[i] : g_.opt(lines[i]));
+    return g_.seq(std::move(items));
   }
 
   // A call of `name` with any parameters: names ResponseParser accepts, either form, raw
@@ -228,12 +203,10 @@ class Builder {
     return true;
   }
 
-  static constexpr size_t kAnyOrderRuleBudget = 4096;  // subset rules over all the tools
-
   grammar::JsonSchemaOptions opts_;
   Grammar g_;
   int imports_ = 0;
-  size_t any_order_rules_ = 0;
+  grammar::AnyOrderBudget any_order_budget_;  // subset rules over all the tools
 };
 
 }  // namespace

@@ -72,6 +72,14 @@ ExprId Grammar::ref(RuleId rule) {
   return add(std::move(e));
 }
 
+ExprId Grammar::as_rule(ExprId e) {
+  const ExprKind k = expr(e).kind;
+  if (k == ExprKind::kRuleRef || k == ExprKind::kEmpty || k == ExprKind::kNothing) return e;
+  const RuleId r = add_rule("r" + std::to_string(rules().size()));
+  set_body(r, e);
+  return ref(r);
+}
+
 ExprId Grammar::token(int32_t id, bool negated) {
   Expr e;
   e.kind = ExprKind::kToken;

@@ -80,6 +80,9 @@ class Grammar {
   ExprId plus(ExprId item) { return repeat(item, 1, -1); }
   ExprId opt(ExprId item) { return repeat(item, 0, 1); }
   ExprId ref(RuleId rule);
+  // e wrapped in its own rule (a reference, empty or nothing as is): a rule is built once in the
+  // NFA however often it is referenced, an expression is copied at every use.
+  ExprId as_rule(ExprId e);
   // A token terminal (ids are checked against the vocabulary when the grammar is compiled).
   ExprId token(int32_t id, bool negated = false);
   // Any one text token outside `ids` (none: any text token).

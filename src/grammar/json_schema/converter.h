@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/any_order.h"
 #include "grammar/json_schema/schema_converter.h"
 
 namespace di::grammar {
@@ -130,7 +131,7 @@ class SchemaConverter {
   JsonSchemaOptions opts_;
   std::map<std::string, RuleId> named_;  // shared rules by key (incl. "$ref:...")
   std::vector<json> owned_;              // resolved/merged schemas kept alive
-  size_t any_order_rules_ = 0;           // subset rules spent by any_order_members
+  AnyOrderBudget any_order_budget_;      // subset rules any_order_members may still spend
 };
 
 }  // namespace di::grammar

@@ -40,15 +40,8 @@ ExprId SchemaConverter::shared_rule(const std::string& key, const std::function<
   return g_.ref(r);
 }
 
-// Wraps e in its own rule: a rule is built once in the NFA however often it is referenced, an
-// expression is copied at every use.
 ExprId SchemaConverter::as_rule(ExprId e) {
-  const Expr& x = g_.expr(e);
-  if (x.kind == ExprKind::kRuleRef || x.kind == ExprKind::kEmpty || x.kind == ExprKind::kNothing)
-    return e;
-  RuleId r = g_.add_rule("r" + std::to_string(g_.rules().size()));
-  g_.set_body(r, e);
-  return g_.ref(r);
+  return g_.as_rule(e);
 }
 
 ExprId SchemaConverter::ws() {
