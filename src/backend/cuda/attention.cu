@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace di::backend::cuda {
@@ -27,6 +28,7 @@ __global__ void __launch_bounds__(kAttnThreads) sparse_attention_kernel(const fl
                                                                         const float* sink,
                                                                         float softmax_scale,
                                                                         float* out) {
+  pdl::enter_dependent_grid();
   extern __shared__ float acc[];  // [dim]
   __shared__ float chains[kKeyBlock][8];
   __shared__ float s[kKeyBlock], p[kKeyBlock], pb[kKeyBlock];
@@ -122,6 +124,7 @@ __global__ void index_scores_kernel(const float* q,
                                     int64_t num_keys,
                                     const int64_t* num_visible,
                                     float* scores) {
+  pdl::enter_dependent_grid();
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= num_queries * num_keys) return;
   const int64_t t = i / num_keys, s = i % num_keys;
@@ -151,6 +154,7 @@ __global__ void index_scores_pair_kernel(const float* q,
                                          int64_t num_keys,
                                          const int64_t* num_visible,
                                          float* scores) {
+  pdl::enter_dependent_grid();
   __shared__ float key[kPairMaxDim];
   extern __shared__ float head_terms[];  // [heads]
   const int64_t i = blockIdx.x, t = i / num_keys, s = i % num_keys;
@@ -187,8 +191,9 @@ cudaError_t sparse_attention(const float* q,
                              cudaStream_t s) {
   if (num_queries == 0 || num_heads == 0) return cudaSuccess;
   const unsigned grid = static_cast<unsigned>(num_queries * num_heads);
-  sparse_attention_kernel<<<grid, kAttnThreads, sizeof(float) * head_dim, s>>>(
-      q, num_heads, head_dim, kv, key_index, num_keys, sink, softmax_scale, out);
+  pdl::launch_dependent(sparse_attention_kernel, dim3(grid), dim3(kAttnThreads),
+                        sizeof(float) * head_dim, s, q, num_heads, head_dim, kv, key_index,
+                        num_keys, sink, softmax_scale, out);
   return cudaGetLastError();
 }
 
@@ -225,11 +230,13 @@ cudaError_t index_scores_simt(const float* q,
   // A thread per pair fills the device from about 32K pairs on; below that, a block per pair.
   if (n < 32768 && head_dim <= kPairMaxDim && num_heads <= 1024) {
     const int threads = std::min(1024, (num_heads + 31) / 32 * 32);
-    index_scores_pair_kernel<<<static_cast<unsigned>(n), threads, sizeof(float) * num_heads, s>>>(
-        q, weights, num_heads, head_dim, keys, num_keys, num_visible, scores);
+    pdl::launch_dependent(index_scores_pair_kernel, dim3(static_cast<unsigned>(n)), dim3(threads),
+                          sizeof(float) * num_heads, s, q, weights, num_heads, head_dim, keys,
+                          num_keys, num_visible, scores);
   } else {
-    index_scores_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, s>>>(
-        q, weights, num_queries, num_heads, head_dim, keys, num_keys, num_visible, scores);
+    pdl::launch_dependent(index_scores_kernel, dim3(static_cast<unsigned>((n + 255) / 256)),
+                          dim3(256), 0, s, q, weights, num_queries, num_heads, head_dim, keys,
+                          num_keys, num_visible, scores);
   }
   return cudaGetLastError();
 }

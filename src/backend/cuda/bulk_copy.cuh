@@ -30,20 +30,4 @@ __device__ __forceinline__ void copy(uint32_t dst, const void* src, uint32_t byt
 #endif
 }
 
-// Programmatic dependent launch (sm_90+). launch_dependents lets the next kernel in the stream,
-// when it was launched with programmatic stream serialization, start its CTAs as this grid's
-// exit (they fill the SMs of this grid's tail); dependency_wait blocks until the previous kernel
-// has finished and its writes are visible (a no-op when this grid was launched normally).
-__device__ __forceinline__ void launch_dependents() {
-#if DI_BULK_COPY_ENABLED
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void dependency_wait() {
-#if DI_BULK_COPY_ENABLED
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
 }  // namespace di::backend::cuda::bulk

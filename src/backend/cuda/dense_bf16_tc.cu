@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/mma_bf16.cuh"
 #include "backend/cuda/mma_e4m3.cuh"
@@ -40,6 +41,7 @@ __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16
                                                                     int64_t x_stride,
                                                                     float* __restrict__ y,
                                                                     bool round) {
+  pdl::enter_dependent_grid();
   __shared__ float partial[kWarps][kTokGroups][4][32];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   const int tile = warp / splits, part = warp % splits;
@@ -151,6 +153,7 @@ __global__ void __launch_bounds__(kTiledThreads, 2)
                                int64_t x_stride,
                                float* __restrict__ y,
                                bool round) {
+  pdl::enter_dependent_grid();
   extern __shared__ __align__(16) uint16_t smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
   const int wf = (warp % 4) * 32, wt = (warp / 4) * 32;  // the warp's first feature and row
@@ -330,16 +333,18 @@ cudaError_t dense_bf16_tc(const uint16_t* x,
     if (e != cudaSuccess) return e;
     const dim3 grid(static_cast<unsigned>((rows + kTileT - 1) / kTileT),
                     static_cast<unsigned>((w.out_features + kTileF - 1) / kTileF));
-    dense_bf16_tc_tiled_kernel<<<grid, kTiledThreads, kTiledSmem, s>>>(
-        x, rows, reinterpret_cast<const uint16_t*>(w.data), w.out_features, w.in_features,
-        w.in_features / splits, w.out_features / groups, groups * w.in_features, y, round_bf16);
+    pdl::launch_dependent(dense_bf16_tc_tiled_kernel, dim3(grid), dim3(kTiledThreads), kTiledSmem,
+                          s, x, rows, reinterpret_cast<const uint16_t*>(w.data), w.out_features,
+                          w.in_features, w.in_features / splits, w.out_features / groups,
+                          groups * w.in_features, y, round_bf16);
     return cudaGetLastError();
   }
   const int64_t per_cta = kWarps / splits * 16;  // features per CTA
   const int64_t ctas = (w.out_features + per_cta - 1) / per_cta;
-  dense_bf16_tc_kernel<<<static_cast<unsigned>(ctas), kWarps * 32, 0, s>>>(
-      x, rows, reinterpret_cast<const uint16_t*>(w.data), w.out_features, w.in_features, splits,
-      w.out_features / groups, groups * w.in_features, y, round_bf16);
+  pdl::launch_dependent(dense_bf16_tc_kernel, dim3(static_cast<unsigned>(ctas)), dim3(kWarps * 32),
+                        0, s, x, rows, reinterpret_cast<const uint16_t*>(w.data), w.out_features,
+                        w.in_features, splits, w.out_features / groups, groups * w.in_features, y,
+                        round_bf16);
   return cudaGetLastError();
 }
 

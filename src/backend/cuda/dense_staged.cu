@@ -5,6 +5,7 @@
 // thread per output (the GEMV) keeps enough bytes in flight; a block per output issues its whole
 // row at once.
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/lane_chain.cuh"
 
@@ -24,6 +25,7 @@ __device__ __forceinline__ float widen(uint16_t v) {
 template <class W>
 __global__ void dense_staged_kernel(
     const float* x, int64_t K, const W* w, int64_t N, float* y, bool round_out) {
+  pdl::enter_dependent_grid();
   extern __shared__ float4 buf4[];
   float* buf = reinterpret_cast<float*>(buf4);
   __shared__ float lanes[8];
@@ -64,11 +66,13 @@ cudaError_t dense_staged(const float* x,
   const dim3 grid(static_cast<unsigned>(w.out_features), static_cast<unsigned>(rows));
   const size_t smem = static_cast<size_t>(lane_buffer_bytes(w.in_features));
   if (w.format == WeightFormat::kBF16) {
-    dense_staged_kernel<uint16_t><<<grid, kStagedThreads, smem, s>>>(
-        x, w.in_features, reinterpret_cast<const uint16_t*>(w.data), w.out_features, y, round_bf16);
+    pdl::launch_dependent(dense_staged_kernel<uint16_t>, dim3(grid), dim3(kStagedThreads), smem, s,
+                          x, w.in_features, reinterpret_cast<const uint16_t*>(w.data),
+                          w.out_features, y, round_bf16);
   } else {
-    dense_staged_kernel<float><<<grid, kStagedThreads, smem, s>>>(
-        x, w.in_features, reinterpret_cast<const float*>(w.data), w.out_features, y, round_bf16);
+    pdl::launch_dependent(dense_staged_kernel<float>, dim3(grid), dim3(kStagedThreads), smem, s, x,
+                          w.in_features, reinterpret_cast<const float*>(w.data), w.out_features, y,
+                          round_bf16);
   }
   return cudaGetLastError();
 }

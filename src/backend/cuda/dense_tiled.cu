@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace di::backend::cuda {
@@ -114,6 +115,7 @@ __global__ void __launch_bounds__(kThreads, 2) dense_tiled_kernel(const float* _
                                                                   float* __restrict__ y,
                                                                   bool round_out,
                                                                   bool vec) {
+  pdl::enter_dependent_grid();
   __shared__ __align__(16) float xs[2][T::BK * T::SA];
   __shared__ __align__(16) float ws[2][T::BK * T::SW];
   const int64_t g = blockIdx.z, N = group_out * gridDim.z;
@@ -285,12 +287,13 @@ cudaError_t launch(const float* x,
                   static_cast<unsigned>(groups));
   const int64_t x_stride = K * groups;
   if (w.format == WeightFormat::kBF16) {
-    dense_tiled_kernel<T, uint16_t>
-        <<<grid, kThreads, 0, s>>>(x, rows, x_stride, group_out,
-                                   reinterpret_cast<const uint16_t*>(w.data), K, y, round_out, vec);
+    pdl::launch_dependent(dense_tiled_kernel<T, uint16_t>, dim3(grid), dim3(kThreads), 0, s, x,
+                          rows, x_stride, group_out, reinterpret_cast<const uint16_t*>(w.data), K,
+                          y, round_out, vec);
   } else {
-    dense_tiled_kernel<T, float><<<grid, kThreads, 0, s>>>(
-        x, rows, x_stride, group_out, reinterpret_cast<const float*>(w.data), K, y, round_out, vec);
+    pdl::launch_dependent(dense_tiled_kernel<T, float>, dim3(grid), dim3(kThreads), 0, s, x, rows,
+                          x_stride, group_out, reinterpret_cast<const float*>(w.data), K, y,
+                          round_out, vec);
   }
   return cudaGetLastError();
 }

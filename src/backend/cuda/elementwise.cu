@@ -3,6 +3,7 @@
 // twin computes (same operation order, explicit round-to-nearest arithmetic): one thread per
 // element (the quantizers: a lane per element, a warp or half warp per block).
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace di::backend::cuda {
@@ -22,6 +23,7 @@ __device__ float block_amax(const float* x, int n) {
 }
 
 __global__ void fake_quant_fp8_kernel(float* x, int64_t num_blocks, int block) {
+  pdl::enter_dependent_grid();
   const int64_t b = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (b >= num_blocks) return;
   float* xb = x + b * block;
@@ -48,6 +50,7 @@ __device__ __forceinline__ float warp_amax(float v) {
 
 // fake_quant_fp8 with 32-blocks (the model's), a lane per element instead of a thread per block.
 __global__ void fake_quant_fp8_lanes_kernel(float* x, int64_t n) {
+  pdl::enter_dependent_grid();
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   const bool live = i < n;
   const float v = live ? x[i] : 0.0f;
@@ -58,6 +61,7 @@ __global__ void fake_quant_fp8_lanes_kernel(float* x, int64_t n) {
 }
 
 __global__ void quantize_fp8_kernel(const float* x, int64_t num_blocks, float* q, float* scales) {
+  pdl::enter_dependent_grid();
   const int64_t b = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (b >= num_blocks) return;  // whole warps leave together (blockDim is a multiple of 32)
@@ -71,6 +75,7 @@ __global__ void quantize_fp8_kernel(const float* x, int64_t num_blocks, float* q
 // fake_quant_fp4, a lane per element (16-lane groups for e4m3 scales, warps for ue8m0).
 template <bool kE4m3>
 __global__ void fake_quant_fp4_kernel(float* x, int64_t n) {
+  pdl::enter_dependent_grid();
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   const bool live = i < n;
   const float v = live ? x[i] : 0.0f;
@@ -97,6 +102,7 @@ __global__ void rope_kernel(float* x,
                             const float* inv_freq,
                             int num_freq,
                             bool inverse) {
+  pdl::enter_dependent_grid();
   const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (t >= rows * num_heads * num_freq) return;
   const int i = static_cast<int>(t % num_freq);
@@ -119,6 +125,7 @@ __global__ void swiglu_kernel(const float* g,
                               const float* row_weight,
                               float limit,
                               float* out) {
+  pdl::enter_dependent_grid();
   const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (t >= rows * cols) return;
   float gate = g[t], up = u[t];
@@ -133,6 +140,7 @@ __global__ void swiglu_kernel(const float* g,
 
 __global__ void hc_collapse_kernel(
     const float* x, const float* pre, int64_t rows, int hc, int64_t dim, float* y) {
+  pdl::enter_dependent_grid();
   const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (t >= rows * dim) return;
   const int64_t r = t / dim, d = t % dim;
@@ -149,6 +157,7 @@ __global__ void hc_expand_kernel(const float* y,
                                  int hc,
                                  int64_t dim,
                                  float* out) {
+  pdl::enter_dependent_grid();
   const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (t >= rows * hc * dim) return;
   const int64_t d = t % dim;
@@ -168,6 +177,7 @@ __global__ void hc_expand_kernel(const float* y,
 // per-thread array, so any group size works without local memory.
 __global__ void softmax_pool_kernel(
     const float* const* kvs, const float* const* scores, int group, int64_t dim, float* outs) {
+  pdl::enter_dependent_grid();
   const int64_t d = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (d >= dim) return;
   const float* kv = kvs[blockIdx.y];
@@ -197,7 +207,8 @@ cudaError_t softmax_pool(const float* const* kv,
   if (dim == 0 || groups == 0) return cudaSuccess;
   if (groups > 65535) return cudaErrorInvalidValue;  // grid.y; the caller chunks
   const dim3 grid(static_cast<unsigned>(grid_for(dim)), static_cast<unsigned>(groups));
-  softmax_pool_kernel<<<grid, kThreads, 0, s>>>(kv, score, group, dim, out);
+  pdl::launch_dependent(softmax_pool_kernel, dim3(grid), dim3(kThreads), 0, s, kv, score, group,
+                        dim, out);
   return cudaGetLastError();
 }
 
@@ -205,9 +216,11 @@ cudaError_t fake_quant_fp8(float* x, int64_t rows, int64_t cols, int block, cuda
   const int64_t n = rows * (cols / block);
   if (n == 0) return cudaSuccess;
   if (block == 32) {
-    fake_quant_fp8_lanes_kernel<<<grid_for(n * 32), kThreads, 0, s>>>(x, n * 32);
+    pdl::launch_dependent(fake_quant_fp8_lanes_kernel, dim3(grid_for(n * 32)), dim3(kThreads), 0, s,
+                          x, n * 32);
   } else {
-    fake_quant_fp8_kernel<<<grid_for(n), kThreads, 0, s>>>(x, n, block);
+    pdl::launch_dependent(fake_quant_fp8_kernel, dim3(grid_for(n)), dim3(kThreads), 0, s, x, n,
+                          block);
   }
   return cudaGetLastError();
 }
@@ -216,7 +229,8 @@ cudaError_t quantize_fp8(
     const float* x, int64_t rows, int64_t cols, float* q, float* scales, cudaStream_t s) {
   const int64_t n = rows * (cols / 32);
   if (n == 0) return cudaSuccess;
-  quantize_fp8_kernel<<<grid_for(n * 32), kThreads, 0, s>>>(x, n, q, scales);
+  pdl::launch_dependent(quantize_fp8_kernel, dim3(grid_for(n * 32)), dim3(kThreads), 0, s, x, n, q,
+                        scales);
   return cudaGetLastError();
 }
 
@@ -226,9 +240,11 @@ cudaError_t fake_quant_fp4(
   const int64_t n = rows * (cols / (e4m3 ? 16 : 32)) * (e4m3 ? 16 : 32);  // whole blocks
   if (n == 0) return cudaSuccess;
   if (e4m3) {
-    fake_quant_fp4_kernel<true><<<grid_for(n), kThreads, 0, s>>>(x, n);
+    pdl::launch_dependent(fake_quant_fp4_kernel<true>, dim3(grid_for(n)), dim3(kThreads), 0, s, x,
+                          n);
   } else {
-    fake_quant_fp4_kernel<false><<<grid_for(n), kThreads, 0, s>>>(x, n);
+    pdl::launch_dependent(fake_quant_fp4_kernel<false>, dim3(grid_for(n)), dim3(kThreads), 0, s, x,
+                          n);
   }
   return cudaGetLastError();
 }
@@ -246,8 +262,8 @@ cudaError_t rope(float* x,
                  cudaStream_t s) {
   const int64_t n = rows * num_heads * num_freq;
   if (n == 0) return cudaSuccess;
-  rope_kernel<<<grid_for(n), kThreads, 0, s>>>(x, rows, row_stride, num_heads, head_dim,
-                                               rope_offset, positions, inv_freq, num_freq, inverse);
+  pdl::launch_dependent(rope_kernel, dim3(grid_for(n)), dim3(kThreads), 0, s, x, rows, row_stride,
+                        num_heads, head_dim, rope_offset, positions, inv_freq, num_freq, inverse);
   return cudaGetLastError();
 }
 
@@ -261,7 +277,8 @@ cudaError_t swiglu(const float* gate,
                    cudaStream_t s) {
   const int64_t n = rows * cols;
   if (n == 0) return cudaSuccess;
-  swiglu_kernel<<<grid_for(n), kThreads, 0, s>>>(gate, up, rows, cols, row_weight, limit, out);
+  pdl::launch_dependent(swiglu_kernel, dim3(grid_for(n)), dim3(kThreads), 0, s, gate, up, rows,
+                        cols, row_weight, limit, out);
   return cudaGetLastError();
 }
 
@@ -269,7 +286,8 @@ cudaError_t hc_collapse(
     const float* x, const float* pre, int64_t rows, int hc, int64_t dim, float* y, cudaStream_t s) {
   const int64_t n = rows * dim;
   if (n == 0) return cudaSuccess;
-  hc_collapse_kernel<<<grid_for(n), kThreads, 0, s>>>(x, pre, rows, hc, dim, y);
+  pdl::launch_dependent(hc_collapse_kernel, dim3(grid_for(n)), dim3(kThreads), 0, s, x, pre, rows,
+                        hc, dim, y);
   return cudaGetLastError();
 }
 
@@ -283,7 +301,8 @@ cudaError_t hc_expand(const float* y,
                       cudaStream_t s) {
   const int64_t n = rows * hc * dim;
   if (n == 0) return cudaSuccess;
-  hc_expand_kernel<<<grid_for(n), kThreads, 0, s>>>(y, residual, coeff, rows, hc, dim, out);
+  pdl::launch_dependent(hc_expand_kernel, dim3(grid_for(n)), dim3(kThreads), 0, s, y, residual,
+                        coeff, rows, hc, dim, out);
   return cudaGetLastError();
 }
 

@@ -2,6 +2,7 @@
 // (|x|^2, |key|^2, x.w.key) over shared-memory copies when they fit, then the sigmoid gate and
 // x += gate * value, bf16-rounded. Bitwise except where exp rounds differently from glibc's.
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/lane_sum.cuh"
 
@@ -21,6 +22,7 @@ __global__ void engram_gate_kernel(float* x,
                                    int64_t dim,
                                    float eps,
                                    float inv_sqrt_dim) {
+  pdl::enter_dependent_grid();
   extern __shared__ float4 engram_staged4[];
   __shared__ float lanes[3][8];
   __shared__ float gate;
@@ -134,11 +136,11 @@ cudaError_t engram_gate(float* x,
     e = cudaFuncSetAttribute(engram_gate_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(staged));
     if (e != cudaSuccess) return e;
-    engram_gate_kernel<true>
-        <<<blocks, kThreads, staged, s>>>(x, kv, qk_weight, hc, dim, eps, inv_sqrt_dim);
+    pdl::launch_dependent(engram_gate_kernel<true>, dim3(blocks), dim3(kThreads), staged, s, x, kv,
+                          qk_weight, hc, dim, eps, inv_sqrt_dim);
   } else {
-    engram_gate_kernel<false>
-        <<<blocks, kThreads, 0, s>>>(x, kv, qk_weight, hc, dim, eps, inv_sqrt_dim);
+    pdl::launch_dependent(engram_gate_kernel<false>, dim3(blocks), dim3(kThreads), 0, s, x, kv,
+                          qk_weight, hc, dim, eps, inv_sqrt_dim);
   }
   return cudaGetLastError();
 }

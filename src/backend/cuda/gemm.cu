@@ -6,6 +6,7 @@
 #include <cuda_fp8.h>
 
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace di::backend::cuda {
@@ -86,6 +87,7 @@ constexpr int kTileM = 32, kTileN = 64, kChunk = 64;
 
 __global__ void __launch_bounds__(256) block_scaled_tiled(
     const float* q, const float* scales, int64_t rows, DeviceWeight w, float* y) {
+  pdl::enter_dependent_grid();
   __shared__ float a_s[kTileM][kChunk + 1];
   __shared__ float w_s[kTileN][kChunk + 1];
   __shared__ float a_sc[kTileM][2];
@@ -174,6 +176,7 @@ size_t decode_smem_bytes(int rows, int64_t nblk) {
 
 __global__ void __launch_bounds__(32 * kDecodeWarps, 2)
     block_scaled_decode(const float* q, const float* scales, int rows, DeviceWeight w, float* y) {
+  pdl::enter_dependent_grid();
   extern __shared__ float smem[];
   const int64_t K = w.in_features, N = w.out_features;
   const int nblk = static_cast<int>(K / 32);
@@ -242,6 +245,7 @@ __global__ void dense_gemm_kernel(const float* x,
                                   DeviceWeight w,
                                   float* y,
                                   bool round_out) {
+  pdl::enter_dependent_grid();
   const int64_t gid = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   const int j = static_cast<int>(threadIdx.x & 7);
   const int64_t n = gid >> 3, m = blockIdx.y;
@@ -324,14 +328,15 @@ cudaError_t block_scaled_gemm(const float* q,
       if (e != cudaSuccess) return e;
       const int64_t resident = int64_t{sms} * (per_sm > 0 ? per_sm : 1);
       const unsigned grid = static_cast<unsigned>(groups < resident ? groups : resident);
-      block_scaled_decode<<<grid, 32 * kDecodeWarps, decode_smem_bytes(r, nblk), s>>>(
-          q + m0 * w.in_features, scales + m0 * nblk, r, w, y + m0 * w.out_features);
+      pdl::launch_dependent(block_scaled_decode, dim3(grid), dim3(32 * kDecodeWarps),
+                            decode_smem_bytes(r, nblk), s, q + m0 * w.in_features,
+                            scales + m0 * nblk, r, w, y + m0 * w.out_features);
     }
     return cudaGetLastError();
   }
   const dim3 grid(static_cast<unsigned>((w.out_features + kTileN - 1) / kTileN),
                   static_cast<unsigned>((rows + kTileM - 1) / kTileM));
-  block_scaled_tiled<<<grid, 256, 0, s>>>(q, scales, rows, w, y);
+  pdl::launch_dependent(block_scaled_tiled, dim3(grid), dim3(256), 0, s, q, scales, rows, w, y);
   return cudaGetLastError();
 }
 
@@ -348,9 +353,11 @@ cudaError_t dense_gemm_grouped(const float* x,
                   static_cast<unsigned>(rows));
   const int64_t x_stride = w.in_features * groups, group_out = w.out_features / groups;
   if (w.format == WeightFormat::kBF16) {
-    dense_gemm_kernel<true><<<grid, 256, 0, s>>>(x, rows, x_stride, group_out, w, y, round_bf16);
+    pdl::launch_dependent(dense_gemm_kernel<true>, dim3(grid), dim3(256), 0, s, x, rows, x_stride,
+                          group_out, w, y, round_bf16);
   } else {
-    dense_gemm_kernel<false><<<grid, 256, 0, s>>>(x, rows, x_stride, group_out, w, y, round_bf16);
+    pdl::launch_dependent(dense_gemm_kernel<false>, dim3(grid), dim3(256), 0, s, x, rows, x_stride,
+                          group_out, w, y, round_bf16);
   }
   return cudaGetLastError();
 }

@@ -16,6 +16,7 @@
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/e4m3_bf16.cuh"
 #include "backend/cuda/gemm_bf16_decode.h"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/mma_bf16.cuh"
 
 namespace di::backend::cuda {
@@ -42,6 +43,7 @@ __global__ void __launch_bounds__(512) bf16_decode_kernel(const uint8_t* __restr
                                                           int N,
                                                           int K,
                                                           float* __restrict__ y) {
+  pdl::enter_dependent_grid();
   extern __shared__ float4 sums[];
   const int nblk = K / 32;
   float* const scales = reinterpret_cast<float*>(sums + static_cast<int64_t>(nblk) * 8 * QP);
@@ -117,9 +119,9 @@ cudaError_t launch(
       cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
   const int64_t tiles = (w.out_features + 15) / 16;
-  k<<<static_cast<unsigned>(tiles), 32 * warps, smem, s>>>(
-      w.data, w.scale, xb, static_cast<int>(rows), static_cast<int>(w.out_features),
-      static_cast<int>(w.in_features), y);
+  pdl::launch_dependent(k, dim3(static_cast<unsigned>(tiles)), dim3(32 * warps), smem, s, w.data,
+                        w.scale, xb, static_cast<int>(rows), static_cast<int>(w.out_features),
+                        static_cast<int>(w.in_features), y);
   return cudaGetLastError();
 }
 

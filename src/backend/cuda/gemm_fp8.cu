@@ -20,6 +20,7 @@
 
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/gemm_fp8.h"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/tensor_map.h"
 #include "backend/cuda/wgmma_ptx.cuh"
@@ -99,6 +100,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
                         int N,
                         int nblk,
                         float* y) {
+  pdl::enter_dependent_grid();
 #if DI_WGMMA_ENABLED
   using C = Fp8Config<CONS, BN, ST>;
   constexpr int R = BN / 2;   // accumulator floats per thread
@@ -259,8 +261,8 @@ cudaError_t launch(const uint8_t* qa,
   if (tiles > (uint64_t{1} << 31) - 1) return cudaErrorInvalidValue;
   const unsigned grid =
       static_cast<unsigned>(std::min<uint64_t>(tiles, static_cast<uint64_t>(sms)));
-  k<<<grid, C::kThreads, C::kSmem, s>>>(ta, tb, ts, w.scale, static_cast<int>(rows),
-                                        static_cast<int>(N), static_cast<int>(nblk), y);
+  pdl::launch_dependent(k, dim3(grid), dim3(C::kThreads), C::kSmem, s, ta, tb, ts, w.scale,
+                        static_cast<int>(rows), static_cast<int>(N), static_cast<int>(nblk), y);
   return cudaGetLastError();
 }
 

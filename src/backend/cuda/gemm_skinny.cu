@@ -1,6 +1,7 @@
 // The few-row (decode) block-scaled FP8/FP4 GEMM: weight streaming at the memory floor, bitwise
 // equal to the CPU (skinny_gemm.cuh says how). Rows beyond what one pass stages take further
 // passes inside the same CTA, which re-read the CTA's weight tile (then mostly from L2).
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/skinny_gemm.cuh"
 
@@ -23,6 +24,7 @@ __global__ void __launch_bounds__(kThreads, kCtas) skinny_linear(const float* q,
                                                                  int64_t N,
                                                                  int64_t K,
                                                                  float* y) {
+  pdl::enter_dependent_grid();
   using M = skinny::Mode<kCtas>;
   extern __shared__ __align__(16) unsigned char smem[];
   const skinny::Layout L = skinny::make_layout(CW, kFp4, M::kPairs, rows_per_pass, M::kBudget);
@@ -77,18 +79,9 @@ cudaError_t launch(const float* q,
   const unsigned grid = static_cast<unsigned>(tiles < resident ? tiles : resident);
   // Programmatic dependent launch: the kernel requests its first weight stages before waiting
   // for the previous kernel in the stream (skinny::stream), and lets the next one start early.
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = static_cast<size_t>(L.total);
-  cfg.stream = s;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, q, scales, static_cast<int>(rows), rpp, w.data, w.scale,
-                            w.out_features, w.in_features, y);
+  return pdl::launch_dependent(kernel, dim3(grid), dim3(kThreads), static_cast<size_t>(L.total), s,
+                               q, scales, static_cast<int>(rows), rpp, w.data, w.scale,
+                               w.out_features, w.in_features, y);
 }
 
 template <bool kFp4>

@@ -9,6 +9,7 @@
 #include <cuda_fp8.h>
 
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/mma_e4m3.cuh"
 
@@ -31,6 +32,7 @@ struct TileConfig {
 template <int WARPS_M, int WARPS_N, int TM, int TN, int KB, int STAGES>
 __global__ void __launch_bounds__(32 * WARPS_M * WARPS_N)
     block_scaled_mma(const uint8_t* qa, const float* scales, int rows, DeviceWeight w, float* y) {
+  pdl::enter_dependent_grid();
   using C = TileConfig<WARPS_M, WARPS_N, TM, TN, KB, STAGES>;
   static_assert(TN == 1 || TN % 2 == 0, "B fragments load in pairs of n8 tiles");
   static_assert(8 * TN <= 32, "a warp's columns share one 32-row weight scale block");
@@ -171,7 +173,8 @@ cudaError_t launch(const uint8_t* qa,
   if (row_tiles > 65535) return cudaErrorInvalidValue;  // gridDim.y's limit
   const dim3 grid(static_cast<unsigned>((w.out_features + C::kBN - 1) / C::kBN),
                   static_cast<unsigned>(row_tiles));
-  k<<<grid, C::kThreads, C::kSmem, s>>>(qa, sc, static_cast<int>(rows), w, y);
+  pdl::launch_dependent(k, dim3(grid), dim3(C::kThreads), C::kSmem, s, qa, sc,
+                        static_cast<int>(rows), w, y);
   return cudaGetLastError();
 }
 
@@ -182,6 +185,7 @@ __global__ void quantize_e4m3_kernel(const float* x,
                                      int64_t num_blocks,
                                      uint8_t* qa,
                                      float* scales) {
+  pdl::enter_dependent_grid();
   const int64_t b = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (b >= num_blocks) return;  // whole warps leave together (blockDim is a multiple of 32)
@@ -197,7 +201,8 @@ cudaError_t quantize_fp8_e4m3(
     const float* x, int64_t rows, int64_t cols, uint8_t* qa, float* scales, cudaStream_t s) {
   const int64_t n = rows * (cols / 32);
   if (n == 0) return cudaSuccess;
-  quantize_e4m3_kernel<<<static_cast<unsigned>((n + 7) / 8), 256, 0, s>>>(x, n, qa, scales);
+  pdl::launch_dependent(quantize_e4m3_kernel, dim3(static_cast<unsigned>((n + 7) / 8)), dim3(256),
+                        0, s, x, n, qa, scales);
   return cudaGetLastError();
 }
 

@@ -4,6 +4,7 @@
 // 32-block with a zero accumulator, one fma by activation scale x weight scale, K order). So its
 // outputs are gemm_tc.cu's bits (batch invariance holds across both files) and one launch does
 // the work of two: at batch 1 the separate act_quant launch cost as much as the weight stream.
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/mma_e4m3.cuh"
 
@@ -28,6 +29,7 @@ struct DecodeConfig {
 template <int WARPS, int KB, int STAGES>
 __global__ void __launch_bounds__(32 * WARPS)
     block_scaled_mma_decode(const float* x, int rows, DeviceWeight w, float* y) {
+  pdl::enter_dependent_grid();
   using C = DecodeConfig<WARPS, KB, STAGES>;
   extern __shared__ __align__(128) uint8_t smem[];
   const int K = static_cast<int>(w.in_features), N = static_cast<int>(w.out_features);
@@ -127,7 +129,8 @@ cudaError_t launch_decode(
       cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
   if (e != cudaSuccess) return e;
   const unsigned grid = static_cast<unsigned>((w.out_features + C::kBN - 1) / C::kBN);
-  k<<<grid, C::kThreads, bytes, s>>>(x, static_cast<int>(rows), w, y);
+  pdl::launch_dependent(k, dim3(grid), dim3(C::kThreads), bytes, s, x, static_cast<int>(rows), w,
+                        y);
   return cudaGetLastError();
 }
 

@@ -15,6 +15,7 @@
 // is what the kernel's speed rests on.
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/gemm_fp8.h"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/tensor_map.h"
 #include "backend/cuda/wgmma_ptx.cuh"
@@ -74,6 +75,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
                        int N,
                        int nblk,
                        float* y) {
+  pdl::enter_dependent_grid();
 #if DI_WGMMA_ENABLED
   using C = WgConfig<CONS, BN, ST>;
   constexpr int R = BN / 2;   // accumulator floats per thread
@@ -232,8 +234,8 @@ cudaError_t launch(const uint8_t* qa,
   const uint64_t row_tiles = (M + C::kBM - 1) / C::kBM;
   if (row_tiles > 65535) return cudaErrorInvalidValue;  // gridDim.y's limit
   const dim3 grid(static_cast<unsigned>((N + BN - 1) / BN), static_cast<unsigned>(row_tiles));
-  k<<<grid, C::kThreads, C::kSmem, s>>>(ta, tb, ts, w.scale, static_cast<int>(rows),
-                                        static_cast<int>(N), static_cast<int>(nblk), y);
+  pdl::launch_dependent(k, dim3(grid), dim3(C::kThreads), C::kSmem, s, ta, tb, ts, w.scale,
+                        static_cast<int>(rows), static_cast<int>(N), static_cast<int>(nblk), y);
   return cudaGetLastError();
 }
 

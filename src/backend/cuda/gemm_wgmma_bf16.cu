@@ -25,6 +25,7 @@
 
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/e4m3_bf16.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/mma_e4m3.cuh"
 #include "backend/cuda/tensor_map.h"
@@ -100,6 +101,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
                             int N,
                             int nblk,
                             float* y) {
+  pdl::enter_dependent_grid();
 #if DI_WGMMA_ENABLED
   using C = Bf16Config<CONS, BT, ST>;
   constexpr int R = BT / 2;  // accumulator floats per thread
@@ -295,13 +297,14 @@ cudaError_t launch(
   if (token_tiles > 65535) return cudaErrorInvalidValue;  // gridDim.y's limit
   const dim3 grid(static_cast<unsigned>((N + C::kBO - 1) / C::kBO),
                   static_cast<unsigned>(token_tiles));
-  k<<<grid, C::kThreads, C::kSmem, s>>>(tw, tx, w.scale, static_cast<int>(rows),
-                                        static_cast<int>(N), static_cast<int>(K / 32), y);
+  pdl::launch_dependent(k, dim3(grid), dim3(C::kThreads), C::kSmem, s, tw, tx, w.scale,
+                        static_cast<int>(rows), static_cast<int>(N), static_cast<int>(K / 32), y);
   return cudaGetLastError();
 }
 
 // act_quant (the operations of quantize_fp8) with the scale folded in: bf16(q * scale), exact.
 __global__ void quantize_bf16_kernel(const float* x, int64_t num_blocks, uint16_t* xb) {
+  pdl::enter_dependent_grid();
   const int64_t b = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (b >= num_blocks) return;  // whole warps leave together (blockDim is a multiple of 32)
@@ -316,7 +319,8 @@ cudaError_t quantize_fp8_bf16(
     const float* x, int64_t rows, int64_t cols, uint16_t* xb, cudaStream_t s) {
   const int64_t n = rows * (cols / 32);
   if (n == 0) return cudaSuccess;
-  quantize_bf16_kernel<<<static_cast<unsigned>((n + 7) / 8), 256, 0, s>>>(x, n, xb);
+  pdl::launch_dependent(quantize_bf16_kernel, dim3(static_cast<unsigned>((n + 7) / 8)), dim3(256),
+                        0, s, x, n, xb);
   return cudaGetLastError();
 }
 

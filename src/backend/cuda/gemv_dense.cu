@@ -7,6 +7,7 @@
 // bound decode needs this: the 129,280 x 5,120 BF16 head alone is 1.3 GB per step.
 
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace di::backend::cuda {
@@ -72,6 +73,7 @@ __global__ void __launch_bounds__(kGemvThreads) dense_gemv_kernel(const float* _
                                                                   const uint8_t* __restrict__ w,
                                                                   float* __restrict__ y,
                                                                   bool round_out) {
+  pdl::enter_dependent_grid();
   extern __shared__ uint4 smem4[];
   uint8_t* smem = reinterpret_cast<uint8_t*>(smem4);
   constexpr int kElemBytes = kBf16 ? 2 : 4;
@@ -146,7 +148,8 @@ cudaError_t launch(const float* x,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   if (e != cudaSuccess) return e;
   const unsigned blocks = static_cast<unsigned>((shape.N + kGemvThreads - 1) / kGemvThreads);
-  dense_gemv_kernel<kBf16, kRows><<<blocks, kGemvThreads, kSmemBytes, s>>>(x, shape, w, y, round);
+  pdl::launch_dependent(dense_gemv_kernel<kBf16, kRows>, dim3(blocks), dim3(kGemvThreads),
+                        kSmemBytes, s, x, shape, w, y, round);
   return cudaGetLastError();
 }
 

@@ -7,6 +7,7 @@
 // The chains add in the CPU's order (lane j: products j, j + 8, ... in order), then
 // combine_lanes and the tail as dot_f32 does.
 
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/hc_mix_rows.h"
 #include "backend/cuda/lane_chain.cuh"
 
@@ -27,6 +28,7 @@ __global__ void hc_mix_rows_kernel(const float* x,
                                    int mix,
                                    float* raw,
                                    float* sum_squares) {
+  pdl::enter_dependent_grid();
   __shared__ float xs[kRows][kChunk];
   __shared__ float lanes[kRows][kMaxOutputs][8];
   const int t = static_cast<int>(threadIdx.x), o = t / 8, j = t % 8;
@@ -119,7 +121,8 @@ cudaError_t hc_mix_rows(const float* x,
   }
   const int threads = (8 * (mix + 1) + 31) / 32 * 32;
   const auto blocks = static_cast<unsigned>((rows + kRows - 1) / kRows);
-  hc_mix_rows_kernel<<<blocks, threads, 0, s>>>(x, rows, hc_dim, fn, mix, raw, sum_squares);
+  pdl::launch_dependent(hc_mix_rows_kernel, dim3(blocks), dim3(threads), 0, s, x, rows, hc_dim, fn,
+                        mix, raw, sum_squares);
   return cudaGetLastError();
 }
 

@@ -5,6 +5,7 @@
 // sigmoids, softmax, Sinkhorn) runs one thread per value, each in the CPU's order. Bitwise
 // except where an exp rounds differently from glibc's expf (device_numeric.cuh).
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/lane_chain.cuh"
 
@@ -71,6 +72,7 @@ __global__ void hc_mix_products_kernel(const float* x,
                                        int first,
                                        float* raw,
                                        float* sum_squares) {
+  pdl::enter_dependent_grid();
   extern __shared__ float4 buf4[];
   float* buf = reinterpret_cast<float*>(buf4);
   __shared__ float lanes[8];
@@ -111,6 +113,7 @@ __global__ void __launch_bounds__(kMixThreads) hc_mixes_kernel(const float* x,
                                                                float hc_eps,
                                                                float norm_eps,
                                                                HcCoefficients* out) {
+  pdl::enter_dependent_grid();
   __shared__ float lanes[8];
   __shared__ float rsqrt_shared;
   __shared__ float exps[HcCoefficients::kMaxHc * HcCoefficients::kMaxHc];
@@ -200,7 +203,8 @@ cudaError_t launch_products(const float* x,
       hc_mix_products_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(mix + 1 - first), static_cast<unsigned>(rows));
-  hc_mix_products_kernel<<<grid, 256, smem, s>>>(x, hc_dim, fn, mix, first, raw, sum_squares);
+  pdl::launch_dependent(hc_mix_products_kernel, dim3(grid), dim3(256), smem, s, x, hc_dim, fn, mix,
+                        first, raw, sum_squares);
   return cudaGetLastError();
 }
 
@@ -247,8 +251,9 @@ cudaError_t hc_mixes(const float* x,
                      cudaStream_t s) {
   if (rows == 0) return cudaSuccess;
   if (hc < 1 || hc > HcCoefficients::kMaxHc) return cudaErrorInvalidValue;
-  hc_mixes_kernel<<<static_cast<unsigned>(rows), kMixThreads, 0, s>>>(
-      x, hc_dim, sum_squares, raw, scale, base, hc, sinkhorn_iters, hc_eps, norm_eps, out);
+  pdl::launch_dependent(hc_mixes_kernel, dim3(static_cast<unsigned>(rows)), dim3(kMixThreads), 0, s,
+                        x, hc_dim, sum_squares, raw, scale, base, hc, sinkhorn_iters, hc_eps,
+                        norm_eps, out);
   return cudaGetLastError();
 }
 

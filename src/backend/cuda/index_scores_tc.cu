@@ -28,6 +28,7 @@
 #include <algorithm>
 
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/mma_bf16.cuh"
 
@@ -109,6 +110,7 @@ __global__ void __launch_bounds__(kWarps * 32, 4)
                            int limit,
                            float* scores,
                            unsigned long long* fallbacks) {
+  pdl::enter_dependent_grid();
   constexpr int kDim = KS * 16;
   __shared__ Shared sh;
   const int64_t t = blockIdx.x;
@@ -283,19 +285,19 @@ cudaError_t index_scores_tc(const float* q,
   const int limit = exact_span_limit(head_dim);
   switch (head_dim) {
     case 32:
-      index_scores_tc_kernel<2><<<grid, kWarps * 32, 0, s>>>(q, weights, num_heads, keys, num_keys,
-                                                             num_visible, keys_per_cta, limit,
-                                                             scores, fallbacks);
+      pdl::launch_dependent(index_scores_tc_kernel<2>, dim3(grid), dim3(kWarps * 32), 0, s, q,
+                            weights, num_heads, keys, num_keys, num_visible, keys_per_cta, limit,
+                            scores, fallbacks);
       break;
     case 64:
-      index_scores_tc_kernel<4><<<grid, kWarps * 32, 0, s>>>(q, weights, num_heads, keys, num_keys,
-                                                             num_visible, keys_per_cta, limit,
-                                                             scores, fallbacks);
+      pdl::launch_dependent(index_scores_tc_kernel<4>, dim3(grid), dim3(kWarps * 32), 0, s, q,
+                            weights, num_heads, keys, num_keys, num_visible, keys_per_cta, limit,
+                            scores, fallbacks);
       break;
     default:
-      index_scores_tc_kernel<8><<<grid, kWarps * 32, 0, s>>>(q, weights, num_heads, keys, num_keys,
-                                                             num_visible, keys_per_cta, limit,
-                                                             scores, fallbacks);
+      pdl::launch_dependent(index_scores_tc_kernel<8>, dim3(grid), dim3(kWarps * 32), 0, s, q,
+                            weights, num_heads, keys, num_keys, num_visible, keys_per_cta, limit,
+                            scores, fallbacks);
       break;
   }
   return cudaGetLastError();

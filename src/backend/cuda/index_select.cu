@@ -3,6 +3,7 @@
 // a few thousand scores, so four passes over them stay in L1/L2.
 #include <cub/block/block_scan.cuh>
 
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/index_select.h"
 
 namespace di::backend::cuda {
@@ -120,6 +121,7 @@ __global__ void __launch_bounds__(kThreads) index_topk_kernel(const float* score
                                                               int block_size,
                                                               int32_t* selected,
                                                               int width) {
+  pdl::enter_dependent_grid();
   __shared__ TopkShared sm;
   extern __shared__ uint32_t allowed[];  // bitmap over blocks (when blocks != nullptr)
   const int64_t t = blockIdx.x;
@@ -154,6 +156,7 @@ __global__ void __launch_bounds__(kThreads) candidate_blocks_kernel(const float*
                                                                     int64_t scratch_stride,
                                                                     int32_t* blocks,
                                                                     int width) {
+  pdl::enter_dependent_grid();
   __shared__ TopkShared sm;
   const int64_t t = blockIdx.x;
   const float* s = scores + t * num_keys;
@@ -178,6 +181,7 @@ __global__ void paged_rows_kernel(const int32_t* entries,
                                   const int64_t* page_offset,
                                   int per,
                                   int32_t* out) {
+  pdl::enter_dependent_grid();
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   const int32_t e = entries[i];
@@ -235,6 +239,7 @@ __device__ __forceinline__ void block_first_max(const float* row,
 
 __global__ void __launch_bounds__(kThreads)
     argmax_kernel(const float* x, int64_t cols, int32_t* out) {
+  pdl::enter_dependent_grid();
   __shared__ float best_v[kThreads / 32];
   __shared__ int64_t best_i[kThreads / 32];
   float bv;
@@ -253,6 +258,7 @@ constexpr int64_t kArgmaxChunk = 4096;
 
 __global__ void __launch_bounds__(kThreads)
     argmax_chunk_kernel(const float* x, int64_t cols, float* part_v, int64_t* part_i) {
+  pdl::enter_dependent_grid();
   __shared__ float best_v[kThreads / 32];
   __shared__ int64_t best_i[kThreads / 32];
   const int64_t chunks = gridDim.x, c = blockIdx.x, r = blockIdx.y;
@@ -272,6 +278,7 @@ __global__ void argmax_combine_kernel(const float* part_v,
                                       int64_t chunks,
                                       int64_t cols,
                                       int32_t* out) {
+  pdl::enter_dependent_grid();
   const int64_t r = blockIdx.x * int64_t{blockDim.x / 32} + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (r >= rows) return;  // whole warps leave together
@@ -309,18 +316,20 @@ cudaError_t argmax_rows(
   if (cols <= 0) return cudaErrorInvalidValue;
   const int64_t chunks = (cols + kArgmaxChunk - 1) / kArgmaxChunk;
   if (argmax_work_bytes(rows, cols) == 0 || rows > 65535) {
-    argmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, cols, out);
+    pdl::launch_dependent(argmax_kernel, dim3(static_cast<unsigned>(rows)), dim3(kThreads), 0,
+                          stream, x, cols, out);
     return cudaGetLastError();
   }
   if (work == nullptr || reinterpret_cast<uintptr_t>(work) % 8 != 0) return cudaErrorInvalidValue;
   auto* part_i = static_cast<int64_t*>(work);
   auto* part_v = reinterpret_cast<float*>(part_i + rows * chunks);
-  argmax_chunk_kernel<<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(rows)), kThreads,
-                        0, stream>>>(x, cols, part_v, part_i);
+  pdl::launch_dependent(argmax_chunk_kernel,
+                        dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(rows)),
+                        dim3(kThreads), 0, stream, x, cols, part_v, part_i);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
-  argmax_combine_kernel<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, stream>>>(
-      part_v, part_i, rows, chunks, cols, out);
+  pdl::launch_dependent(argmax_combine_kernel, dim3(static_cast<unsigned>((rows + 7) / 8)),
+                        dim3(256), 0, stream, part_v, part_i, rows, chunks, cols, out);
   return cudaGetLastError();
 }
 
@@ -343,8 +352,9 @@ cudaError_t index_topk(const float* scores,
            static_cast<size_t>(((num_keys + block_size - 1) / block_size + 31) / 32);
     if (smem > 48 * 1024) return cudaErrorInvalidValue;  // > 1.5M blocks: not a real context
   }
-  index_topk_kernel<<<static_cast<unsigned>(rows), kThreads, smem, stream>>>(
-      scores, num_keys, visible, topk, blocks, num_blocks, block_size, selected, width);
+  pdl::launch_dependent(index_topk_kernel, dim3(static_cast<unsigned>(rows)), dim3(kThreads), smem,
+                        stream, scores, num_keys, visible, topk, blocks, num_blocks, block_size,
+                        selected, width);
   return cudaGetLastError();
 }
 
@@ -364,9 +374,9 @@ cudaError_t candidate_blocks(const float* scores,
                              cudaStream_t stream) {
   if (rows <= 0) return rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
   if (block_size <= 0 || topk_blocks < 0 || width < 0) return cudaErrorInvalidValue;
-  candidate_blocks_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-      scores, num_keys, visible, block_size, topk_blocks, scratch,
-      (num_keys + block_size - 1) / block_size, blocks, width);
+  pdl::launch_dependent(candidate_blocks_kernel, dim3(static_cast<unsigned>(rows)), dim3(kThreads),
+                        0, stream, scores, num_keys, visible, block_size, topk_blocks, scratch,
+                        (num_keys + block_size - 1) / block_size, blocks, width);
   return cudaGetLastError();
 }
 
@@ -381,8 +391,8 @@ cudaError_t paged_rows(const int32_t* entries,
   const int64_t n = rows * width;
   if (n <= 0) return n == 0 ? cudaSuccess : cudaErrorInvalidValue;
   if (entries_per_page <= 0) return cudaErrorInvalidValue;
-  paged_rows_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(
-      entries, n, width, pages, page_offset, entries_per_page, out);
+  pdl::launch_dependent(paged_rows_kernel, dim3(static_cast<unsigned>((n + 255) / 256)), dim3(256),
+                        0, stream, entries, n, width, pages, page_offset, entries_per_page, out);
   return cudaGetLastError();
 }
 

@@ -4,6 +4,7 @@
 // Not tuned: a step writes a few rows per layer, and the exact attention path that decodes is
 // taken only off the V4.1 shape.
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kv_cache_codec.h"
 #include "backend/cuda/kv_cache_encode.cuh"
 
@@ -32,6 +33,7 @@ __global__ void write_fp8_kernel(const float* __restrict__ rows,
                                  const int32_t* __restrict__ slots,
                                  uint8_t* __restrict__ pool,
                                  int64_t stride) {
+  pdl::enter_dependent_grid();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= num_rows * dim) return;
   const int64_t r = i / dim;
@@ -54,6 +56,7 @@ __global__ void write_fp4_kernel(const float* __restrict__ rows,
                                  const int32_t* __restrict__ slots,
                                  uint8_t* __restrict__ pool,
                                  int64_t stride) {
+  pdl::enter_dependent_grid();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= num_rows * dim) return;
   const int64_t r = i / dim;
@@ -80,6 +83,7 @@ __global__ void decode_kernel(const uint8_t* __restrict__ pool,
                               const int32_t* __restrict__ index,
                               int64_t num_rows,
                               float* __restrict__ out) {
+  pdl::enter_dependent_grid();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= num_rows * dim) return;
   const int64_t r = i / dim;
@@ -98,6 +102,7 @@ __global__ void decode_kernel(const uint8_t* __restrict__ pool,
 }
 
 __global__ void to_bf16_kernel(const float* __restrict__ x, int64_t n, uint16_t* __restrict__ out) {
+  pdl::enter_dependent_grid();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i < n) out[i] = static_cast<uint16_t>(__float_as_uint(round_bf16(x[i])) >> 16);
 }
@@ -105,6 +110,7 @@ __global__ void to_bf16_kernel(const float* __restrict__ x, int64_t n, uint16_t*
 __global__ void from_bf16_kernel(const uint16_t* __restrict__ x,
                                  int64_t n,
                                  float* __restrict__ out) {
+  pdl::enter_dependent_grid();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i < n) out[i] = __uint_as_float(static_cast<uint32_t>(x[i]) << 16);
 }
@@ -115,6 +121,7 @@ __global__ void slots_kernel(const int32_t* __restrict__ window_index,
                              int num_compressed,
                              int64_t num_queries,
                              int32_t* __restrict__ slot) {
+  pdl::enter_dependent_grid();
   const int64_t keys = static_cast<int64_t>(num_window) + num_compressed;
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= num_queries * keys) return;
@@ -146,11 +153,11 @@ cudaError_t write_kv_rows(const float* rows,
   if (num_rows == 0) return cudaSuccess;
   const int64_t stride = kv_row_stride(format, dim);
   if (format == KvFormat::kFp8) {
-    write_fp8_kernel<<<grid(num_rows * dim), kThreads, 0, stream>>>(rows, num_rows, dim, slots,
-                                                                    pool, stride);
+    pdl::launch_dependent(write_fp8_kernel, dim3(grid(num_rows * dim)), dim3(kThreads), 0, stream,
+                          rows, num_rows, dim, slots, pool, stride);
   } else {
-    write_fp4_kernel<<<grid(num_rows * dim), kThreads, 0, stream>>>(rows, num_rows, dim, slots,
-                                                                    pool, stride);
+    pdl::launch_dependent(write_fp4_kernel, dim3(grid(num_rows * dim)), dim3(kThreads), 0, stream,
+                          rows, num_rows, dim, slots, pool, stride);
   }
   return cudaGetLastError();
 }
@@ -166,9 +173,9 @@ cudaError_t decode_kv_rows_f32(const uint8_t* pool,
                                cudaStream_t stream) {
   if (num_rows < 0 || dim <= 0 || dim % 32 != 0) return cudaErrorInvalidValue;
   if (num_rows == 0) return cudaSuccess;
-  decode_kernel<<<grid(num_rows * dim), kThreads, 0, stream>>>(
-      pool, pool_rows, fresh, format == KvFormat::kFp8, dim, kv_row_stride(format, dim), index,
-      num_rows, out);
+  pdl::launch_dependent(decode_kernel, dim3(grid(num_rows * dim)), dim3(kThreads), 0, stream, pool,
+                        pool_rows, fresh, format == KvFormat::kFp8, dim, kv_row_stride(format, dim),
+                        index, num_rows, out);
   return cudaGetLastError();
 }
 
@@ -182,20 +189,20 @@ cudaError_t kv_table_slots(const int32_t* window_index,
   const int64_t keys = static_cast<int64_t>(num_window) + num_compressed;
   const int64_t n = num_queries * keys;
   if (n <= 0) return n == 0 ? cudaSuccess : cudaErrorInvalidValue;
-  slots_kernel<<<grid(n), kThreads, 0, stream>>>(window_index, num_window, compressed_index,
-                                                 num_compressed, num_queries, slot);
+  pdl::launch_dependent(slots_kernel, dim3(grid(n)), dim3(kThreads), 0, stream, window_index,
+                        num_window, compressed_index, num_compressed, num_queries, slot);
   return cudaGetLastError();
 }
 
 cudaError_t f32_to_bf16_bits(const float* x, int64_t n, uint16_t* out, cudaStream_t stream) {
   if (n <= 0) return n == 0 ? cudaSuccess : cudaErrorInvalidValue;
-  to_bf16_kernel<<<grid(n), kThreads, 0, stream>>>(x, n, out);
+  pdl::launch_dependent(to_bf16_kernel, dim3(grid(n)), dim3(kThreads), 0, stream, x, n, out);
   return cudaGetLastError();
 }
 
 cudaError_t bf16_bits_to_f32(const uint16_t* x, int64_t n, float* out, cudaStream_t stream) {
   if (n <= 0) return n == 0 ? cudaSuccess : cudaErrorInvalidValue;
-  from_bf16_kernel<<<grid(n), kThreads, 0, stream>>>(x, n, out);
+  pdl::launch_dependent(from_bf16_kernel, dim3(grid(n)), dim3(kThreads), 0, stream, x, n, out);
   return cudaGetLastError();
 }
 

@@ -2,6 +2,7 @@
 // quantization (kernels/ref/quant.cc) split into its codes and scales, so that decoding a written
 // row reproduces fake_quant_row_fp8 / fake_quant_row_fp4 (e4m3 block-16 scales) bit for bit.
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kv_cache_decode.cuh"
 #include "backend/cuda/kv_cache_encode.cuh"
 #include "backend/cuda/sparse_attention_fp8.h"
@@ -21,6 +22,7 @@ __global__ void write_kv_fp8_kernel(const uint16_t* __restrict__ rows,
                                     int64_t num_rows,
                                     const int32_t* __restrict__ slots,
                                     uint8_t* __restrict__ pool) {
+  pdl::enter_dependent_grid();
   const int lane = threadIdx.x & 31;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (r >= num_rows) return;
@@ -53,6 +55,7 @@ __global__ void write_kv_fp4_kernel(const uint16_t* __restrict__ rows,
                                     int64_t num_rows,
                                     const int32_t* __restrict__ slots,
                                     uint8_t* __restrict__ pool) {
+  pdl::enter_dependent_grid();
   const int lane = threadIdx.x & 31;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (r >= num_rows) return;
@@ -85,6 +88,7 @@ __global__ void decode_kv_rows_kernel(const uint8_t* __restrict__ pool,
                                       const int32_t* __restrict__ slots,
                                       int64_t num_rows,
                                       uint16_t* __restrict__ out) {
+  pdl::enter_dependent_grid();
   const int lane = threadIdx.x & 31;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (r >= num_rows) return;
@@ -111,7 +115,8 @@ cudaError_t decode_kv_rows(const uint8_t* pool,
                            cudaStream_t stream) {
   if (num_rows <= 0) return num_rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
   const auto blocks = static_cast<unsigned>((num_rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  decode_kv_rows_kernel<<<blocks, 32 * kRowsPerBlock, 0, stream>>>(pool, fp8, slots, num_rows, out);
+  pdl::launch_dependent(decode_kv_rows_kernel, dim3(blocks), dim3(32 * kRowsPerBlock), 0, stream,
+                        pool, fp8, slots, num_rows, out);
   return cudaGetLastError();
 }
 
@@ -122,7 +127,8 @@ cudaError_t write_kv_fp8(const uint16_t* rows,
                          cudaStream_t stream) {
   if (num_rows <= 0) return num_rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
   const auto blocks = static_cast<unsigned>((num_rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  write_kv_fp8_kernel<<<blocks, 32 * kRowsPerBlock, 0, stream>>>(rows, num_rows, slots, pool);
+  pdl::launch_dependent(write_kv_fp8_kernel, dim3(blocks), dim3(32 * kRowsPerBlock), 0, stream,
+                        rows, num_rows, slots, pool);
   return cudaGetLastError();
 }
 
@@ -133,7 +139,8 @@ cudaError_t write_kv_fp4(const uint16_t* rows,
                          cudaStream_t stream) {
   if (num_rows <= 0) return num_rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
   const auto blocks = static_cast<unsigned>((num_rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  write_kv_fp4_kernel<<<blocks, 32 * kRowsPerBlock, 0, stream>>>(rows, num_rows, slots, pool);
+  pdl::launch_dependent(write_kv_fp4_kernel, dim3(blocks), dim3(32 * kRowsPerBlock), 0, stream,
+                        rows, num_rows, slots, pool);
   return cudaGetLastError();
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace di::backend::cuda {
@@ -15,6 +16,7 @@ constexpr int kThreads = 256;
 
 __global__ void gather_rows_kernel(
     const float* src, int64_t cols, const int64_t* rows, int64_t n, float* dst) {
+  pdl::enter_dependent_grid();
   const int64_t r = blockIdx.y;
   const float* s = src + rows[r] * cols;
   float* d = dst + r * cols;
@@ -25,6 +27,7 @@ __global__ void gather_rows_kernel(
 }
 
 __global__ void gather_pointed_rows_kernel(const float* const* ptrs, int64_t width, float* dst) {
+  pdl::enter_dependent_grid();
   const int64_t r = blockIdx.y;
   const float* s = ptrs[r];
   float* d = dst + r * width;
@@ -44,6 +47,7 @@ __global__ void embed_rows_kernel(const uint8_t* __restrict__ table,
                                   int copies,
                                   float* __restrict__ out,
                                   int64_t out_cols) {
+  pdl::enter_dependent_grid();
   const int64_t t = tokens[blockIdx.x];
   float* dst = out + blockIdx.x * out_cols;
   const int64_t d = blockIdx.y * int64_t{blockDim.x} + threadIdx.x;
@@ -60,6 +64,7 @@ __global__ void embed_rows_kernel(const uint8_t* __restrict__ table,
 // One block per row (the Engram embeddings: 24 of 256 values per token at the V4.1 shape).
 __global__ void gather_fp8_rows_kernel(
     const uint8_t* data, const uint8_t* scale, int64_t width, const int32_t* index, float* out) {
+  pdl::enter_dependent_grid();
   const int64_t t = index[blockIdx.x];
   const uint8_t* v = data + t * width;
   const uint8_t* sc = scale + t * (width / 32);
@@ -69,6 +74,7 @@ __global__ void gather_fp8_rows_kernel(
 }
 
 __global__ void copy_rows_kernel(const float* const* src, float* const* dst, int64_t width) {
+  pdl::enter_dependent_grid();
   const float* s = src[blockIdx.y];
   float* d = dst[blockIdx.y];
   for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < width;
@@ -78,6 +84,7 @@ __global__ void copy_rows_kernel(const float* const* src, float* const* dst, int
 }
 
 __global__ void add_rows_kernel(const float* src, int64_t cols, const int64_t* rows, float* dst) {
+  pdl::enter_dependent_grid();
   const int64_t r = blockIdx.y;
   const float* s = src + r * cols;
   float* d = dst + rows[r] * cols;
@@ -88,11 +95,13 @@ __global__ void add_rows_kernel(const float* src, int64_t cols, const int64_t* r
 }
 
 __global__ void add_round_bf16_kernel(const float* a, const float* b, int64_t n, float* out) {
+  pdl::enter_dependent_grid();
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i < n) out[i] = round_bf16(__fadd_rn(a[i], b[i]));
 }
 
 __global__ void scale_round_bf16_kernel(float* x, int64_t n, float scale) {
+  pdl::enter_dependent_grid();
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i < n) x[i] = round_bf16(__fmul_rn(x[i], scale));
 }
@@ -107,35 +116,40 @@ dim3 grid_for(int64_t rows, int64_t cols) {
 cudaError_t add_rows(
     const float* src, int64_t cols, const int64_t* rows, int64_t n, float* dst, cudaStream_t s) {
   if (n == 0 || cols == 0) return cudaSuccess;
-  add_rows_kernel<<<grid_for(n, cols), kThreads, 0, s>>>(src, cols, rows, dst);
+  pdl::launch_dependent(add_rows_kernel, dim3(grid_for(n, cols)), dim3(kThreads), 0, s, src, cols,
+                        rows, dst);
   return cudaGetLastError();
 }
 
 cudaError_t add_round_bf16(const float* a, const float* b, int64_t n, float* out, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  add_round_bf16_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(
-      a, b, n, out);
+  pdl::launch_dependent(add_round_bf16_kernel,
+                        dim3(static_cast<unsigned>((n + kThreads - 1) / kThreads)), dim3(kThreads),
+                        0, s, a, b, n, out);
   return cudaGetLastError();
 }
 
 cudaError_t scale_round_bf16(float* x, int64_t n, float scale, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  scale_round_bf16_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(
-      x, n, scale);
+  pdl::launch_dependent(scale_round_bf16_kernel,
+                        dim3(static_cast<unsigned>((n + kThreads - 1) / kThreads)), dim3(kThreads),
+                        0, s, x, n, scale);
   return cudaGetLastError();
 }
 
 cudaError_t gather_rows(
     const float* src, int64_t cols, const int64_t* rows, int64_t n, float* dst, cudaStream_t s) {
   if (n == 0 || cols == 0) return cudaSuccess;
-  gather_rows_kernel<<<grid_for(n, cols), kThreads, 0, s>>>(src, cols, rows, n, dst);
+  pdl::launch_dependent(gather_rows_kernel, dim3(grid_for(n, cols)), dim3(kThreads), 0, s, src,
+                        cols, rows, n, dst);
   return cudaGetLastError();
 }
 
 cudaError_t gather_pointed_rows(
     const float* const* ptrs, int64_t n, int64_t width, float* dst, cudaStream_t s) {
   if (n == 0 || width == 0) return cudaSuccess;
-  gather_pointed_rows_kernel<<<grid_for(n, width), kThreads, 0, s>>>(ptrs, width, dst);
+  pdl::launch_dependent(gather_pointed_rows_kernel, dim3(grid_for(n, width)), dim3(kThreads), 0, s,
+                        ptrs, width, dst);
   return cudaGetLastError();
 }
 
@@ -150,9 +164,10 @@ cudaError_t embed_rows(const DeviceWeight& table,
   if (rows > 0x7fffffff) return cudaErrorInvalidValue;  // grid.x
   const int64_t chunks = (table.in_features + kThreads - 1) / kThreads;
   if (chunks > 65535) return cudaErrorInvalidValue;  // grid.y
-  embed_rows_kernel<<<dim3(static_cast<unsigned>(rows), static_cast<unsigned>(chunks)), kThreads, 0,
-                      s>>>(table.data, table.format == WeightFormat::kBF16, table.in_features,
-                           tokens, copies, out, out_cols);
+  pdl::launch_dependent(embed_rows_kernel,
+                        dim3(static_cast<unsigned>(rows), static_cast<unsigned>(chunks)),
+                        dim3(kThreads), 0, s, table.data, table.format == WeightFormat::kBF16,
+                        table.in_features, tokens, copies, out, out_cols);
   return cudaGetLastError();
 }
 
@@ -165,8 +180,8 @@ cudaError_t gather_fp8_rows(const uint8_t* data,
                             cudaStream_t s) {
   if (rows == 0 || width == 0) return cudaSuccess;
   if (rows > 0x7fffffff || width % 32 != 0) return cudaErrorInvalidValue;
-  gather_fp8_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(data, scale, width, index,
-                                                                          out);
+  pdl::launch_dependent(gather_fp8_rows_kernel, dim3(static_cast<unsigned>(rows)), dim3(kThreads),
+                        0, s, data, scale, width, index, out);
   return cudaGetLastError();
 }
 
@@ -174,7 +189,8 @@ cudaError_t copy_rows(
     const float* const* src, float* const* dst, int64_t n, int64_t width, cudaStream_t s) {
   for (int64_t r0 = 0; r0 < n; r0 += 65535) {  // grid.y
     const int64_t rows = std::min<int64_t>(65535, n - r0);
-    copy_rows_kernel<<<grid_for(rows, width), kThreads, 0, s>>>(src + r0, dst + r0, width);
+    pdl::launch_dependent(copy_rows_kernel, dim3(grid_for(rows, width)), dim3(kThreads), 0, s,
+                          src + r0, dst + r0, width);
   }
   return cudaGetLastError();
 }

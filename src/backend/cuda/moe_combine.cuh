@@ -7,6 +7,7 @@
 
 #include "backend/cuda/bulk_copy.cuh"
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 
 namespace di::backend::cuda::moe {
 
@@ -20,8 +21,8 @@ static __global__ void combine_kernel(const int32_t* experts,
                                       const float* y,
                                       const float* shared,
                                       float* out) {
-  bulk::dependency_wait();  // y is the previous launch's
-  bulk::launch_dependents();
+  pdl::wait_for_previous_grid();  // y is the previous launch's
+  pdl::release_next_grid();
   const int64_t t = blockIdx.y, d = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (d >= dim) return;
   int ex[kMaxTopk], sl[kMaxTopk];

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/moe_combine.cuh"
 #include "backend/cuda/moe_grouped.h"
@@ -102,7 +103,7 @@ __global__ void __launch_bounds__(kThreads, kCtas) moe_up_kernel(GemmArgs a) {
   const skinny::Layout L =
       skinny::make_layout(CW, true, M::kPairs, a.rows_per_unit, M::kBudget - tb);
   I* table = reinterpret_cast<I*>(smem + L.total);
-  bulk::dependency_wait();  // the plan and act_quant(x) are the previous launch's
+  pdl::wait_for_previous_grid();  // the plan and act_quant(x) are the previous launch's
   const int n = fill_table<2>(a, table);
   auto seg = [&](int s) {
     const I& it = table[s >> 1];
@@ -133,6 +134,7 @@ __global__ void __launch_bounds__(kThreads, kCtas) moe_up_kernel(GemmArgs a) {
 // activations (act_quant(h)) wait for the w1/w3 GEMM.
 template <int CW, int kCtas, int P>
 __global__ void __launch_bounds__(kThreads, kCtas) moe_down_kernel(GemmArgs a) {
+  pdl::enter_dependent_grid();
   extern __shared__ __align__(16) unsigned char smem[];
   using M = Shape<CW, kCtas, P>;
   using I = Item<1>;
@@ -246,7 +248,8 @@ cudaError_t launch_all(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st
                          a.x,       x_blocks,      s.qx,
                          s.sx,      nullptr};
   const int64_t qctas = std::min<int64_t>((x_blocks + 31) / 32, 256);
-  moe::plan_kernel<<<static_cast<unsigned>(1 + qctas), moe::kPlanThreads, 0, st>>>(pa, s.plan);
+  pdl::launch_dependent(moe::plan_kernel, dim3(static_cast<unsigned>(1 + qctas)),
+                        dim3(moe::kPlanThreads), 0, st, pa, s.plan);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
 
   GemmArgs g{};
@@ -267,7 +270,8 @@ cudaError_t launch_all(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st
   e = cudaFuncSetAttribute(moe_up_kernel<CW, kCtas, P>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            up.smem);
   if (e == cudaSuccess) {
-    e = moe::launch_pdl(moe_up_kernel<CW, kCtas, P>, dim3(up.grid), dim3(kThreads), up.smem, st, g);
+    e = pdl::launch_dependent(moe_up_kernel<CW, kCtas, P>, dim3(up.grid), dim3(kThreads), up.smem,
+                              st, g);
   }
   if (e != cudaSuccess) return e;
   if (CW != 32 && (e = quantize_fp8(s.h, pairs, a.inter, s.qh, s.sh, st)) != cudaSuccess) return e;
@@ -285,14 +289,14 @@ cudaError_t launch_all(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st
   e = cudaFuncSetAttribute(moe_down_kernel<CW, kCtas, P>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, down.smem);
   if (e == cudaSuccess) {
-    e = moe::launch_pdl(moe_down_kernel<CW, kCtas, P>, dim3(down.grid), dim3(kThreads), down.smem,
-                        st, d);
+    e = pdl::launch_dependent(moe_down_kernel<CW, kCtas, P>, dim3(down.grid), dim3(kThreads),
+                              down.smem, st, d);
   }
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>((a.dim + 255) / 256), static_cast<unsigned>(a.tokens));
-  return moe::launch_pdl(moe::combine_kernel, grid, dim3(256), 0, st, a.experts,
-                         static_cast<const int32_t*>(s.plan.slot_of), a.topk, a.dim,
-                         static_cast<const float*>(s.y), a.shared, a.out);
+  return pdl::launch_dependent(moe::combine_kernel, grid, dim3(256), 0, st, a.experts,
+                               static_cast<const int32_t*>(s.plan.slot_of), a.topk, a.dim,
+                               static_cast<const float*>(s.y), a.shared, a.out);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <algorithm>
 
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/moe_combine.cuh"
 #include "backend/cuda/moe_grouped.h"
 #include "backend/cuda/moe_grouped_wgmma.h"
@@ -61,8 +62,8 @@ __global__ void __launch_bounds__(kThreadsFor<kMi>, 2) moe_tc_up_kernel(TcArgs a
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int rows[8 * NT];
   __shared__ float half_amax[kThreadsFor<kMi> / 32][8 * NT];
-  bulk::dependency_wait();  // the plan and act_quant(x) are the previous launch's
-  bulk::launch_dependents();
+  pdl::wait_for_previous_grid();  // the plan and act_quant(x) are the previous launch's
+  pdl::release_next_grid();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, tig = lane % 4;
   const int64_t items = int64_t{__ldcg(a.p.num_units)} * a.tiles;
   for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {
@@ -134,8 +135,8 @@ template <int NT, int kMi>
 __global__ void __launch_bounds__(kThreadsFor<kMi>, 2) moe_tc_down_kernel(TcArgs a) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int rows[8 * NT];
-  bulk::dependency_wait();  // act_quant(h) is the previous launch's (the plan, transitively)
-  bulk::launch_dependents();
+  pdl::wait_for_previous_grid();  // act_quant(h) is the previous launch's (the plan, transitively)
+  pdl::release_next_grid();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, tig = lane % 4;
   const int64_t items = int64_t{__ldcg(a.p.num_units)} * a.tiles;
   for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {
@@ -233,15 +234,16 @@ cudaError_t launch_plan(
     pa.qx8 = reinterpret_cast<uint8_t*>(s.qx);
   }
   const int64_t qctas = std::min<int64_t>((x_blocks + 31) / 32, 256);
-  moe::plan_kernel<<<static_cast<unsigned>(1 + qctas), moe::kPlanThreads, 0, st>>>(pa, s.plan);
+  pdl::launch_dependent(moe::plan_kernel, dim3(static_cast<unsigned>(1 + qctas)),
+                        dim3(moe::kPlanThreads), 0, st, pa, s.plan);
   return cudaGetLastError();
 }
 
 cudaError_t launch_combine(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st) {
   const dim3 cgrid(static_cast<unsigned>((a.dim + 255) / 256), static_cast<unsigned>(a.tokens));
-  return moe::launch_pdl(moe::combine_kernel, cgrid, dim3(256), 0, st, a.experts,
-                         static_cast<const int32_t*>(s.plan.slot_of), a.topk, a.dim,
-                         static_cast<const float*>(s.y), a.shared, a.out);
+  return pdl::launch_dependent(moe::combine_kernel, cgrid, dim3(256), 0, st, a.experts,
+                               static_cast<const int32_t*>(s.plan.slot_of), a.topk, a.dim,
+                               static_cast<const float*>(s.y), a.shared, a.out);
 }
 
 template <int NT, int kMi>
@@ -269,8 +271,8 @@ cudaError_t launch_tc(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st)
   constexpr int kThreads = kThreadsFor<kMi>;
   if ((e = grid_for(moe_tc_up_kernel<NT, kMi>, kThreads, kUpSmem, units * up.tiles, &grid)) !=
           cudaSuccess ||
-      (e = moe::launch_pdl(moe_tc_up_kernel<NT, kMi>, dim3(grid), dim3(kThreads), kUpSmem, st,
-                           up)) != cudaSuccess) {
+      (e = pdl::launch_dependent(moe_tc_up_kernel<NT, kMi>, dim3(grid), dim3(kThreads), kUpSmem, st,
+                                 up)) != cudaSuccess) {
     return e;
   }
   TcArgs down = up;
@@ -284,8 +286,8 @@ cudaError_t launch_tc(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st)
   down.out = s.y;
   if ((e = grid_for(moe_tc_down_kernel<NT, kMi>, kThreads, kDownSmem, units * down.tiles, &grid)) !=
           cudaSuccess ||
-      (e = moe::launch_pdl(moe_tc_down_kernel<NT, kMi>, dim3(grid), dim3(kThreads), kDownSmem, st,
-                           down)) != cudaSuccess) {
+      (e = pdl::launch_dependent(moe_tc_down_kernel<NT, kMi>, dim3(grid), dim3(kThreads), kDownSmem,
+                                 st, down)) != cudaSuccess) {
     return e;
   }
   return launch_combine(a, s, st);

@@ -118,8 +118,8 @@ __global__ void __launch_bounds__(moe_wg::kThreads, 1) moe_wg_kernel(WgArgs a) {
     mbar::init_fence();
   }
   __syncthreads();
-  bulk::dependency_wait();  // the plan and the GEMM input are the previous launches'
-  bulk::launch_dependents();
+  pdl::wait_for_previous_grid();  // the plan and the GEMM input are the previous launches'
+  pdl::release_next_grid();
   const int64_t items = int64_t{__ldcg(a.p.num_units)} * a.tiles;
   const int nst = static_cast<int>(a.K / moe_wg::kStageK);
   const int wgi = threadIdx.x / 128;
@@ -168,7 +168,7 @@ cudaError_t launch(const WgArgs& a, int64_t max_items, cudaStream_t st) {
   }
   if (e != cudaSuccess) return e;
   const auto grid = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(max_items, sms)));
-  return moe::launch_pdl(kernel, dim3(grid), dim3(moe_wg::kThreads), Smem::kBytes, st, a);
+  return pdl::launch_dependent(kernel, dim3(grid), dim3(moe_wg::kThreads), Smem::kBytes, st, a);
 }
 
 template <int kMats>

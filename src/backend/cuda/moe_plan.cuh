@@ -15,6 +15,7 @@
 
 #include "backend/cuda/bulk_copy.cuh"
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 
 namespace di::backend::cuda::moe {
 
@@ -113,7 +114,7 @@ struct PlanArgs {
 // w1/w3 GEMM, launched programmatically) may start its prologue at once: it waits for this whole
 // grid before reading anything.
 static __global__ void __launch_bounds__(kPlanThreads) plan_kernel(PlanArgs a, Plan p) {
-  bulk::launch_dependents();
+  pdl::enter_dependent_grid();
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   if (blockIdx.x > 0) {
     const int64_t warps = int64_t{gridDim.x - 1} * (kPlanThreads / 32);
@@ -178,24 +179,6 @@ static __global__ void __launch_bounds__(kPlanThreads) plan_kernel(PlanArgs a, P
     }
     p.slot_of[i] = slot;
   }
-}
-
-// A launch that may start while the previous kernel in the stream drains (programmatic
-// dependent launch); the kernel waits (griddepcontrol.wait) before reading that kernel's output.
-template <class... P, class... A>
-cudaError_t launch_pdl(
-    void (*kernel)(P...), dim3 grid, dim3 block, int smem, cudaStream_t st, A&&... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-  cfg.stream = st;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
 }
 
 }  // namespace di::backend::cuda::moe

@@ -7,6 +7,7 @@
 // Scores are bitwise equal to the CPU's except where exp/log1p round differently from glibc's
 // fp32 functions (device_numeric.cuh); indices are equal unless such an ulp decides a near-tie.
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace di::backend::cuda {
@@ -53,6 +54,7 @@ __device__ float block_max(float v, float* warp_max) {
 // Dynamic shared memory: scores[n], biased[n], taken[n] (bytes).
 __global__ void moe_route_kernel(
     const float* raw, const float* bias, RouteParams p, int32_t* experts, float* weights) {
+  pdl::enter_dependent_grid();
   extern __shared__ float shm[];
   __shared__ float warp_max[kThreads / 32];
   __shared__ Best warp_best[kThreads / 32];
@@ -137,8 +139,8 @@ cudaError_t moe_route(const float* raw,
   if (p.num_experts <= 0) return cudaErrorInvalidValue;
   const size_t smem = static_cast<size_t>(p.num_experts) * (2 * sizeof(float) + 1);
   if (smem > 48 * 1024) return cudaErrorInvalidValue;  // > 5000 experts: not a V4 shape
-  moe_route_kernel<<<static_cast<unsigned>(rows), kThreads, smem, s>>>(raw, bias, p, experts,
-                                                                       weights);
+  pdl::launch_dependent(moe_route_kernel, dim3(static_cast<unsigned>(rows)), dim3(kThreads), smem,
+                        s, raw, bias, p, experts, weights);
   return cudaGetLastError();
 }
 

@@ -6,6 +6,7 @@
 // loads w while the chains run, and normalizes from the registers. Longer rows: the plain
 // kernel (eight chains over global memory).
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/lane_chain.cuh"
 
@@ -19,6 +20,7 @@ constexpr int64_t kHeldCols = int64_t{kThreads} * kHeld;
 
 __global__ void __launch_bounds__(kThreads)
     rms_norm_held_kernel(const float* x, int64_t cols, const float* w, float eps, float* y) {
+  pdl::enter_dependent_grid();
   __shared__ float4 buf4[lane_buffer_bytes(kHeldCols) / 16];
   __shared__ float lanes[8];
   __shared__ float r_shared;
@@ -61,6 +63,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 __global__ void rms_norm_kernel(const float* x, int64_t cols, const float* w, float eps, float* y) {
+  pdl::enter_dependent_grid();
   __shared__ float lanes[8];
   __shared__ float r;
   const float* xr = x + blockIdx.x * cols;
@@ -95,9 +98,11 @@ cudaError_t rms_norm(const float* x,
                      cudaStream_t s) {
   if (rows == 0) return cudaSuccess;
   if (cols <= kHeldCols) {
-    rms_norm_held_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, cols, w, eps, y);
+    pdl::launch_dependent(rms_norm_held_kernel, dim3(static_cast<unsigned>(rows)), dim3(kThreads),
+                          0, s, x, cols, w, eps, y);
   } else {
-    rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, cols, w, eps, y);
+    pdl::launch_dependent(rms_norm_kernel, dim3(static_cast<unsigned>(rows)), dim3(kThreads), 0, s,
+                          x, cols, w, eps, y);
   }
   return cudaGetLastError();
 }

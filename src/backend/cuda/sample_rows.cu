@@ -8,6 +8,7 @@
 // sampler's (kernels/ref/sample_row.h).
 #include <cuda_runtime.h>
 
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/sample_rows.h"
 #include "backend/cuda/sample_select.cuh"
 #include "kernels/ref/sample_math.h"
@@ -116,6 +117,7 @@ __device__ uint32_t cuts(const Src& src,
 template <int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     sample_kernel(float* x, int64_t cols, SampleRowsDevice a, int32_t* out) {
+  pdl::enter_dependent_grid();
   __shared__ Shared sh;
   const ks::RowParams p = a.params[blockIdx.x];
   if (p.skip) {
@@ -200,9 +202,11 @@ cudaError_t sample_rows(float* x,
     rows_per_sm = rows > sms ? 2 : 1;
   }
   if (rows_per_sm == 2) {
-    sample_kernel<2><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, cols, a, out);
+    pdl::launch_dependent(sample_kernel<2>, dim3(static_cast<unsigned>(rows)), dim3(kThreads), 0, s,
+                          x, cols, a, out);
   } else {
-    sample_kernel<1><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(x, cols, a, out);
+    pdl::launch_dependent(sample_kernel<1>, dim3(static_cast<unsigned>(rows)), dim3(kThreads), 0, s,
+                          x, cols, a, out);
   }
   return cudaGetLastError();
 }

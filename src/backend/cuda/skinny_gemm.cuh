@@ -27,6 +27,7 @@
 
 #include "backend/cuda/bulk_copy.cuh"
 #include "backend/cuda/device_numeric.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/mma_e4m3.cuh"
 
 namespace di::backend::cuda::skinny {
@@ -209,7 +210,7 @@ __device__ void stream(
     for (int i = 0; i < L.stages; ++i) mbar::init(bar0 + 8 * i, 1);
     mbar::init_fence();
   }
-  bulk::launch_dependents();
+  pdl::release_next_grid();
   __syncthreads();
 
   // Item k = chunk `chunk` of segment s, in stage `slot`: its weights (rows and scales, one
@@ -342,7 +343,7 @@ __device__ void stream(
     issue(k, is, ic, k, true, false);
     if (++ic == nchunks) ic = 0, ++is;
   }
-  bulk::dependency_wait();
+  pdl::wait_for_previous_grid();
   for (int k = 0, s = 0, c = 0; k < L.stages - 1; ++k) {
     issue(k, s, c, k, false, true);
     if (++c == nchunks) c = 0, ++s;

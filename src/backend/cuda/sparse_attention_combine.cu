@@ -2,6 +2,7 @@
 // and decoded keys that the first kernel left in the workspace, one block per (query, H heads,
 // kDs value dims). Same step functions as the one-block kernel, so the same bits.
 #include "backend/cuda/bulk_copy.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/sparse_attention_combine.h"
 #include "backend/cuda/sparse_attention_steps.cuh"
 
@@ -62,7 +63,7 @@ __global__ void __launch_bounds__(kThreads)
                  sq + static_cast<int64_t>(r) * nkp + b * kBlockKeys + c * 4, 16);
     }
   };
-  bulk::dependency_wait();  // the scores kernel's logits and keys (programmatic launch)
+  pdl::wait_for_previous_grid();  // the scores kernel's logits and keys (programmatic launch)
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i) {
     if (i < num_blocks) issue(i);
@@ -132,7 +133,7 @@ __global__ void __launch_bounds__(kThreads) split_combine_pre_kernel(SparseAtten
   const int g = lane >> 2, tq = lane & 3;
   const uint16_t* kq = kg + static_cast<int64_t>(t) * nkp * kKvDim + d0;
   const float* sq = sg + (static_cast<int64_t>(t) * kAttnHeads + head0) * nkp;
-  bulk::dependency_wait();  // the scores kernel's logits and keys (programmatic launch)
+  pdl::wait_for_previous_grid();  // the scores kernel's logits and keys (programmatic launch)
   // Few instructions per copy (ncu: this kernel is issue-bound at 2 warps per scheduler).
   for (int r = 0; r < 16; ++r) {
     for (int c = threadIdx.x; c < nkp / 4; c += kThreads) {
@@ -241,24 +242,6 @@ __global__ void __launch_bounds__(kThreads) split_combine_pre_kernel(SparseAtten
   }
 }
 
-// Programmatic dependent launch: the blocks start while the scores kernel's last blocks run and
-// wait (griddepcontrol.wait) before reading the workspace; saves the launch gap (graph-safe).
-template <class... Params, class... Args>
-cudaError_t launch_after_scores(
-    void (*kernel)(Params...), dim3 grid, int bytes, cudaStream_t stream, Args... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = static_cast<size_t>(bytes);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, args...);
-}
-
 cudaError_t launch_combine_pre(const SparseAttentionFp8Args& a,
                                const float* sg,
                                const uint16_t* kg,
@@ -271,7 +254,10 @@ cudaError_t launch_combine_pre(const SparseAttentionFp8Args& a,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(a.num_queries), kAttnHeads / 16, kKvDim / kDs);
-  return launch_after_scores(split_combine_pre_kernel, grid, bytes, stream, a, sg, kg, nkp);
+  // Its blocks start while the scores kernel's last blocks run and wait before reading the
+  // workspace.
+  return pdl::launch_dependent(split_combine_pre_kernel, grid, dim3(kThreads), bytes, stream, a, sg,
+                               kg, nkp);
 }
 
 template <int H>
@@ -285,7 +271,8 @@ cudaError_t launch_combine(const SparseAttentionFp8Args& a,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes);
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(a.num_queries), kAttnHeads / H, kKvDim / kDs);
-  return launch_after_scores(split_combine_kernel<H>, grid, kBytes, stream, a, sg, kg, nkp);
+  return pdl::launch_dependent(split_combine_kernel<H>, grid, dim3(kThreads), kBytes, stream, a, sg,
+                               kg, nkp);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 // Shared-memory tiles are [rows][512] bf16 with 16-byte chunks XOR-swizzled by row (conflict-free
 // ldmatrix). The steps live in sparse_attention_steps.cuh, shared with the small-batch split
 // path (sparse_attention_split.cu), which the launcher picks when given a workspace.
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/sparse_attention_fp8.h"
 #include "backend/cuda/sparse_attention_split.h"
 #include "backend/cuda/sparse_attention_steps.cuh"
@@ -43,6 +44,7 @@ struct Layout {
 template <int H>
 __global__ void __launch_bounds__(kThreads, 1)
     sparse_attention_fp8_kernel(SparseAttentionFp8Args a) {
+  pdl::enter_dependent_grid();
   using L = Layout<H>;
   using S = attn::Split<H>;
   constexpr int kNtO = L::kDimsPerWarp / 8;  // O n-tiles per warp
@@ -141,7 +143,8 @@ cudaError_t launch(const SparseAttentionFp8Args& a, cudaStream_t stream) {
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(a.num_queries), kAttnHeads / H);
-  sparse_attention_fp8_kernel<H><<<grid, kThreads, bytes, stream>>>(a);
+  pdl::launch_dependent(sparse_attention_fp8_kernel<H>, dim3(grid), dim3(kThreads), bytes, stream,
+                        a);
   return cudaGetLastError();
 }
 

@@ -10,6 +10,7 @@
 // in the same order per head, so every output bit is the same as there: no split of the softmax
 // sums or of the PV chains, only of where they run (tested bitwise).
 #include "backend/cuda/bulk_copy.cuh"
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/sparse_attention_combine.h"
 #include "backend/cuda/sparse_attention_split.h"
 #include "backend/cuda/sparse_attention_steps.cuh"
@@ -36,6 +37,7 @@ int64_t logits_bytes(int64_t num_queries, int64_t nkp) {
 template <int H>
 __global__ void __launch_bounds__(kThreads, 1)
     split_scores_kernel(SparseAttentionFp8Args a, float* sg, uint16_t* kg, int nkp, int per) {
+  pdl::wait_for_previous_grid();
   using S = attn::Split<H>;
   extern __shared__ __align__(128) uint8_t smem[];
   uint8_t* qs = smem;
@@ -46,7 +48,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rg = warp % S::kRowGroups, wk = warp / S::kRowGroups;
   const int num_win = a.num_indices, num_keys = a.num_indices + a.num_extra;
-  bulk::launch_dependents();  // the softmax + PV kernel may start its blocks (they wait)
+  pdl::release_next_grid();  // the softmax + PV kernel may start its blocks (they wait)
   const int jb = blockIdx.x * per * kBlockKeys;  // first key of this block's range
   const int n = min(per, nkp / kBlockKeys - static_cast<int>(blockIdx.x) * per);
   for (int k = threadIdx.x; k < n * kBlockKeys; k += kThreads) {
@@ -117,7 +119,8 @@ cudaError_t launch_scores(const SparseAttentionFp8Args& a,
   const int nb = nkp / kBlockKeys;
   const dim3 grid(static_cast<unsigned>((nb + per - 1) / per), static_cast<unsigned>(a.num_queries),
                   kAttnHeads / H);
-  split_scores_kernel<H><<<grid, kThreads, bytes, stream>>>(a, sg, kg, nkp, per);
+  pdl::launch_dependent(split_scores_kernel<H>, dim3(grid), dim3(kThreads), bytes, stream, a, sg,
+                        kg, nkp, per);
   return cudaGetLastError();
 }
 

@@ -18,6 +18,7 @@
 // (args.wgmma = 2): 14-18 % slower than it on the H200 (docs/notes/cuda-kernels.md, session 8).
 #include <type_traits>
 
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/sparse_attention_steps.cuh"
 #include "backend/cuda/sparse_attention_wgmma.h"
 #include "backend/cuda/wgmma_ptx.cuh"
@@ -168,6 +169,7 @@ __device__ __forceinline__ uint64_t desc_of(uint32_t lo) {
 
 __global__ void __launch_bounds__(kWgThreads, 1)
     sparse_attention_wgmma_kernel(SparseAttentionFp8Args a) {
+  pdl::enter_dependent_grid();
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
   uint8_t* qs = smem + WLayout::kQ;
@@ -373,7 +375,9 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 
 #else
 
-__global__ void sparse_attention_wgmma_kernel(SparseAttentionFp8Args) {}
+__global__ void sparse_attention_wgmma_kernel(SparseAttentionFp8Args) {
+  pdl::enter_dependent_grid();
+}
 
 #endif  // DI_WGMMA_ENABLED
 
@@ -391,8 +395,8 @@ cudaError_t sparse_attention_wgmma(const SparseAttentionFp8Args& a, cudaStream_t
       cudaFuncSetAttribute(sparse_attention_wgmma_kernel,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
   if (e != cudaSuccess) return e;
-  sparse_attention_wgmma_kernel<<<static_cast<unsigned>(a.num_queries), kWgThreads, bytes,
-                                  stream>>>(a);
+  pdl::launch_dependent(sparse_attention_wgmma_kernel, dim3(static_cast<unsigned>(a.num_queries)),
+                        dim3(kWgThreads), bytes, stream, a);
   return cudaGetLastError();
 }
 

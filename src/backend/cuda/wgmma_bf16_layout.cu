@@ -8,6 +8,7 @@
 // 32 lanes reading 512 contiguous bytes (no bank conflict, no swizzle needed). Byte b of them is
 // row g + 8 (b / 8), k = 32 kk + 16 (b / 4 % 2) + 8 (b / 2 % 2) + 2 q + b % 2. Only the order of
 // bytes inside such a 2048-byte block changes, so TMA boxes of 16-row multiples stay valid.
+#include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace di::backend::cuda {
@@ -17,6 +18,7 @@ namespace {
 // One output word (4 bytes) per thread; rows past `rows` (the padding to 16) become zeros.
 __global__ void permute_kernel(
     const uint8_t* w, int64_t rows, int64_t K, int64_t words, uint32_t* out) {
+  pdl::enter_dependent_grid();
   const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (i >= words) return;
   const int64_t byte = 4 * i, R = byte / K, col = byte % K;  // K % 128 == 0: one block per word
@@ -45,8 +47,8 @@ cudaError_t wgmma_bf16_permute(
   if (K % 128 != 0 || reinterpret_cast<uintptr_t>(out) % 4 != 0) return cudaErrorInvalidValue;
   const int64_t words = wgmma_bf16_layout_bytes(rows, K) / 4;
   if (words == 0) return cudaSuccess;
-  permute_kernel<<<static_cast<unsigned>((words + 255) / 256), 256, 0, s>>>(
-      w, rows, K, words, reinterpret_cast<uint32_t*>(out));
+  pdl::launch_dependent(permute_kernel, dim3(static_cast<unsigned>((words + 255) / 256)), dim3(256),
+                        0, s, w, rows, K, words, reinterpret_cast<uint32_t*>(out));
   return cudaGetLastError();
 }
 
