@@ -212,6 +212,17 @@ Status bench_tensor_decode(const Shape& sh,
                           if (e != cudaSuccess) return e;
                           return bc::block_scaled_gemm_wgmma_bf16(xb, m, ws[i % copies], y, st);
                         }));
+    // The decode tile (variant 3, 8 stages) against deeper pipelines (5: 16 stages, 6: 12).
+    double tile_us[3] = {-1, -1, -1};
+    for (int j = 0; j < 3 && m <= 8; ++j) {
+      const int v = j == 0 ? 3 : j == 1 ? 6 : 5;
+      DI_ASSIGN_OR_RETURN(tile_us[j], graph_us(reps, [&](int i, cudaStream_t st) {
+                            cudaError_t e = bc::quantize_fp8_bf16(x, m, sh.in, xb, st);
+                            if (e != cudaSuccess) return e;
+                            return bc::block_scaled_gemm_wgmma_bf16(v, xb, m, ws[i % copies], y,
+                                                                    st);
+                          }));
+    }
     double dec_us[3] = {-1, -1, -1};
     for (int v = 0; v <= bc::kBf16DecodeVariants; ++v) {
       if (!bc::bf16_decode_applies(m, ws[0])) break;
@@ -225,10 +236,11 @@ Status bench_tensor_decode(const Shape& sh,
     std::printf(
         "| %s fp8 %lldx%lld (tensor) | %lld | %.1f | %.1f | %.2f | act_quant + wgmma tile %.1f us "
         "(%.2f); "
-        "decode kernel 8 / 16 warps %.1f / %.1f; CudaOps takes the %s |\n",
+        "decode kernel 8 / 16 warps %.1f / %.1f; tile 8 / 12 / 16 stages %.1f / %.1f / %.1f; "
+        "CudaOps takes the %s |\n",
         sh.name, static_cast<long long>(sh.out), static_cast<long long>(sh.in),
         static_cast<long long>(m), dec_us[0], floor_us, floor_us / dec_us[0], wg_us,
-        floor_us / wg_us, dec_us[1], dec_us[2],
+        floor_us / wg_us, dec_us[1], dec_us[2], tile_us[0], tile_us[1], tile_us[2],
         bc::bf16_decode_preferred(m, ws[0]) ? "decode kernel" : "wgmma tile");
   }
   return {};
@@ -450,6 +462,8 @@ Status run_decode_bench(bool quick) {
                                      {"shared w2", WeightFormat::kFP8, 5120, 2304},
                                      {"indexer wq_b", WeightFormat::kFP8, 4096, 1280},
                                      {"square", WeightFormat::kFP8, 5120, 5120},
+                                     {"dspark main_proj", WeightFormat::kFP8, 5120, 10240},
+                                     {"engram wkv", WeightFormat::kFP8, 25600, 6144},
                                      {"expert w1", WeightFormat::kFP4, 2304, 5120},
                                      {"expert w2", WeightFormat::kFP4, 5120, 2304}};
   for (const Shape& sh : shapes) {

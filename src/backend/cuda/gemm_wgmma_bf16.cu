@@ -362,6 +362,10 @@ cudaError_t block_scaled_gemm_wgmma_bf16(int variant,
       return launch<1, 8, 8, false>(xb, rows, w, y, s);  // decode: 64 features x 8 tokens
     case 4:  // 0 with the A fragments loaded after the promotion (without kAhead)
       return launch<2, 128, 4, false>(xb, rows, w, y, s);
+    case 5:  // 3 with twice the weight bytes in flight per CTA (one CTA per SM)
+      return launch<1, 8, 16, false>(xb, rows, w, y, s);
+    case 6:
+      return launch<1, 8, 12, false>(xb, rows, w, y, s);
     default:
       return cudaErrorInvalidValue;
   }
@@ -379,8 +383,15 @@ cudaError_t block_scaled_gemm_wgmma_bf16_rowmajor(
 
 cudaError_t block_scaled_gemm_wgmma_bf16(
     const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
-  // The fastest variant per M at N = K = 5120 on the H200 (docs/benchmarks.md).
-  const int v = rows <= 8 ? 3 : rows <= 32 ? 2 : rows <= 128 ? 1 : 0;
+  // The fastest variant per M at N = K = 5120 on the H200 (docs/benchmarks.md). At 2-8 rows the
+  // 16-stage decode tile (one CTA per SM) beats the 8-stage one by up to a third while its CTAs
+  // fit in one wave (wo_b 33.8 -> 25.5 us at 8 rows); at one row the two are within 2 %, and
+  // past one wave (the Engram product's 400 CTAs) two 8-stage CTAs per SM win.
+  const int64_t ctas = (w.out_features + 63) / 64;
+  const int v = rows <= 8     ? (rows >= 2 && ctas <= 132 ? 5 : 3)
+                : rows <= 32  ? 2
+                : rows <= 128 ? 1
+                              : 0;
   return block_scaled_gemm_wgmma_bf16(v, xb, rows, w, y, s);
 }
 

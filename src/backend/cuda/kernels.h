@@ -272,10 +272,11 @@ cudaError_t wgmma_bf16_permute(
 // y = the block-scaled product from quantize_fp8_bf16's xb, w.data in wgmma_bf16_permute's layout
 // (w.scale as stored); the tile by M, or one configuration by number (0..kWgmmaBf16Variants-1:
 // 128 features x {128, 64} tokens, 64 x {32, 8}; 4 is 0 with the A fragments loaded after the
-// promotion, for comparison). All give the same bits.
+// promotion, for comparison; 5 and 6 are 3 with 16 and 12 stages in flight). All give the same
+// bits.
 cudaError_t block_scaled_gemm_wgmma_bf16(
     const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
-inline constexpr int kWgmmaBf16Variants = 5;
+inline constexpr int kWgmmaBf16Variants = 7;
 cudaError_t block_scaled_gemm_wgmma_bf16(
     int variant, const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
 // The same product from the original row-major weights (the 128 x 128 tile as it was before the
