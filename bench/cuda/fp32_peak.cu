@@ -2,6 +2,8 @@
 // to cover the add latency), timed with events; the result is stored so no chain is dead code.
 #include <cuda_runtime.h>
 
+#include <vector>
+
 #include "cuda/bench_util.h"
 #include "cuda/fp32_peak.h"
 
@@ -28,7 +30,34 @@ __global__ void __launch_bounds__(kThreads) fp32_chains(float* out) {
   out[blockIdx.x * kThreads + threadIdx.x] = s;
 }
 
+// One thread, one chain of n dependent adds (n a multiple of 16).
+__global__ void fadd_chain(const float* in, int64_t n, float* out) {
+  float l = in[0];
+  const float d = in[1];
+  for (int64_t i = 0; i < n; i += 16) {
+#pragma unroll
+    for (int u = 0; u < 16; ++u) l = __fadd_rn(l, d);
+  }
+  out[0] = l;
+}
+
 }  // namespace
+
+Expected<double> measure_dependent_fadd_ns() {
+  DeviceBuffers buf;
+  DI_ASSIGN_OR_RETURN(float* in, buf.upload(std::vector<float>{1.0f, 1e-7f}));
+  DI_ASSIGN_OR_RETURN(float* out, buf.alloc<float>(1));
+  constexpr int64_t kShort = int64_t{1} << 14, kLong = int64_t{1} << 20;
+  auto time = [&](int64_t n) {
+    return mean_event_ms(5, [&](int) {
+      fadd_chain<<<1, 1>>>(in, n, out);
+      return cudaGetLastError();
+    });
+  };
+  DI_ASSIGN_OR_RETURN(double short_ms, time(kShort));
+  DI_ASSIGN_OR_RETURN(double long_ms, time(kLong));
+  return (long_ms - short_ms) * 1e6 / static_cast<double>(kLong - kShort);
+}
 
 Expected<Fp32Peaks> measure_fp32_peaks() {
   int device = 0, sms = 0;

@@ -12,4 +12,8 @@ struct Fp32Peaks {
 };
 Expected<Fp32Peaks> measure_fp32_peaks();
 
+// Nanoseconds per step of one dependent chain of rounded fp32 adds (one thread): the latency
+// floor of kernels::dot_f32's lane chains, which no schedule of the same bits can go under.
+Expected<double> measure_dependent_fadd_ns();
+
 }  // namespace di::bench

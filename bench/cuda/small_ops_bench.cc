@@ -20,6 +20,7 @@
 #include "backend/cuda/kv_cache_codec.h"
 #include "backend/kv_format.h"
 #include "cuda/bench_util.h"
+#include "cuda/fp32_peak.h"
 
 namespace di::bench {
 namespace {
@@ -27,6 +28,8 @@ namespace {
 using backend::Fp4ScaleKind;
 using backend::HcCoefficients;
 using backend::KvFormat;
+using backend::RouteParams;
+using backend::ScoreFunc;
 using backend::cuda::DeviceWeight;
 
 constexpr size_t kRotateBytes = size_t{256} << 20;
@@ -228,7 +231,115 @@ Status bench_write_kv(int64_t rows, KvFormat f, double bw) {
       pool, static_cast<size_t>(rows * stride));
 }
 
+// --latency-ops: the decode step's latency-bound row kernels next to their chain floor (the
+// dependent fp32 adds of their dot_f32 lanes, `steps` per lane, times the add latency measured
+// in this run; 0 where the kernel has no such chain: its time is all latency).
+Status chain_row(const char* name,
+                 int64_t rows,
+                 int64_t steps,
+                 double add_ns,
+                 const Launch& fn,
+                 const void* out,
+                 size_t out_bytes) {
+  DI_ASSIGN_OR_RETURN(double us, graph_us(5, fn));
+  DI_CUDA_RETURN_IF_ERROR(fn(0, nullptr));
+  DI_ASSIGN_OR_RETURN(uint64_t hash, device_hash(out, out_bytes));
+  const double floor_us = static_cast<double>(steps) * add_ns * 1e-3;
+  std::printf("| %s | %lld | %.2f | %.2f | %.2f | %016llx |\n", name, static_cast<long long>(rows),
+              us, floor_us, floor_us / us, static_cast<unsigned long long>(hash));
+  return {};
+}
+
+Status latency_rms_norm(int64_t rows, int64_t cols, double add_ns) {
+  DeviceBuffers buf;
+  DI_ASSIGN_OR_RETURN(float* x, buf.upload(random_floats(static_cast<size_t>(rows * cols), 1)));
+  DI_ASSIGN_OR_RETURN(float* w, buf.upload(random_floats(static_cast<size_t>(cols), 2)));
+  DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(rows * cols)));
+  char name[64];
+  std::snprintf(name, sizeof name, "rms_norm cols=%lld", static_cast<long long>(cols));
+  return chain_row(
+      name, rows, cols / 8, add_ns,
+      [&](int, cudaStream_t s) { return backend::cuda::rms_norm(x, rows, cols, w, 1e-6f, y, s); },
+      y, sizeof(float) * rows * cols);
+}
+
+// V4.1's mHC shapes (hc 4, dim 5120): the mixes (product, tail), collapse, expand, and the
+// Engram gate; the router's tail at 256 experts, top 8.
+Status latency_hc(int64_t rows, double add_ns) {
+  DeviceBuffers buf;
+  const int hc = 4, mix = (2 + hc) * hc;
+  const int64_t dim = 5120, hc_dim = hc * dim;
+  DI_ASSIGN_OR_RETURN(float* x, buf.upload(random_floats(static_cast<size_t>(rows * hc_dim), 3)));
+  DI_ASSIGN_OR_RETURN(float* fn, buf.upload(random_floats(static_cast<size_t>(mix * hc_dim), 4)));
+  auto small = random_floats(static_cast<size_t>(mix), 5);
+  for (auto& v : small) v *= 0.1f;
+  DI_ASSIGN_OR_RETURN(float* base, buf.upload(small));
+  DI_ASSIGN_OR_RETURN(float* scale, buf.upload(std::vector<float>{0.5f, 0.25f, 0.125f}));
+  DI_ASSIGN_OR_RETURN(float* raw, buf.alloc<float>(static_cast<size_t>(rows * mix)));
+  DI_ASSIGN_OR_RETURN(float* ss, buf.alloc<float>(static_cast<size_t>(rows)));
+  DI_ASSIGN_OR_RETURN(HcCoefficients * co, buf.alloc<HcCoefficients>(static_cast<size_t>(rows)));
+  DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(rows * hc_dim)));
+  DI_ASSIGN_OR_RETURN(float* pre, buf.upload(random_floats(static_cast<size_t>(rows * hc), 6)));
+  DI_ASSIGN_OR_RETURN(float* kv,
+                      buf.upload(random_floats(static_cast<size_t>(rows * (hc + 1) * dim), 7)));
+  DI_ASSIGN_OR_RETURN(float* qk, buf.upload(random_floats(static_cast<size_t>(hc_dim), 8)));
+  namespace cu = backend::cuda;
+  auto products = [&](int, cudaStream_t s) {
+    return cu::hc_mix_products(x, rows, hc_dim, fn, mix, raw, ss, s);
+  };
+  auto tail = [&](int, cudaStream_t s) {
+    return cu::hc_mixes(x, rows, hc_dim, ss, raw, scale, base, hc, 20, 1e-6f, 1e-6f, co, s);
+  };
+  DI_RETURN_IF_ERROR(chain_row("hc_mix_products hc=4 dim=5120", rows, hc_dim / 8, add_ns, products,
+                               raw, sizeof(float) * rows * mix));
+  DI_RETURN_IF_ERROR(
+      chain_row("hc_mixes tail", rows, 0, add_ns, tail, co, sizeof(HcCoefficients) * rows));
+  DI_RETURN_IF_ERROR(chain_row(
+      "hc_collapse hc=4 dim=5120", rows, 0, add_ns,
+      [&](int, cudaStream_t s) { return cu::hc_collapse(x, pre, rows, hc, dim, y, s); }, y,
+      sizeof(float) * rows * dim));
+  DI_RETURN_IF_ERROR(chain_row(
+      "hc_expand hc=4 dim=5120", rows, 0, add_ns,
+      [&](int, cudaStream_t s) { return cu::hc_expand(x, x, co, rows, hc, dim, y, s); }, y,
+      sizeof(float) * rows * hc_dim));
+  // In place: each launch gates the previous one's rows (the same sequence in every build, so
+  // the hashes still compare).
+  DI_RETURN_IF_ERROR(chain_row(
+      "engram_gate hc=4 dim=5120", rows, dim / 8, add_ns,
+      [&](int, cudaStream_t s) {
+        return cu::engram_gate(y, kv, qk, rows, hc, dim, 1e-6f, 0.01f, s);
+      },
+      y, sizeof(float) * rows * hc_dim));
+  const RouteParams rp{256, 8, ScoreFunc::kSqrtSoftplus, 1.0f, true, 2.5f};
+  DI_ASSIGN_OR_RETURN(float* graw, buf.upload(random_floats(static_cast<size_t>(rows * 256), 9)));
+  DI_ASSIGN_OR_RETURN(float* bias, buf.upload(random_floats(256, 10)));
+  DI_ASSIGN_OR_RETURN(int32_t * ex, buf.alloc<int32_t>(static_cast<size_t>(rows * 8)));
+  DI_ASSIGN_OR_RETURN(float* wt, buf.alloc<float>(static_cast<size_t>(rows * 8)));
+  return chain_row(
+      "moe_route 256 experts top 8", rows, 0, add_ns,
+      [&](int, cudaStream_t s) { return cu::moe_route(graw, rows, bias, rp, ex, wt, s); }, wt,
+      sizeof(float) * rows * 8);
+}
+
 }  // namespace
+
+Status run_latency_ops_bench() {
+  DI_ASSIGN_OR_RETURN(double add_ns, measure_dependent_fadd_ns());
+  std::printf(
+      "latency-bound row kernels: dependent fp32 add %.3f ns; us per launch (graph replay of %d, "
+      "a graph of one launch costs about as much as the emptiest kernel); floor = chain steps x "
+      "add latency\n\n",
+      add_ns, kLaunches);
+  std::printf("| kernel | rows | us | chain floor us | floor/time | output hash |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (int64_t rows : {1, 8, 64}) {
+    for (int64_t cols : {5120, 1536, 1280, 512}) {
+      DI_RETURN_IF_ERROR(latency_rms_norm(rows, cols, add_ns));
+    }
+    DI_RETURN_IF_ERROR(latency_hc(rows, add_ns));
+  }
+  return {};
+}
 
 Status run_small_ops_bench() {
   DI_ASSIGN_OR_RETURN(double bw, copy_bytes_per_s());

@@ -7,5 +7,7 @@
 namespace di::bench {
 
 Status run_small_ops_bench();
+// --latency-ops: the latency-bound row kernels at 1, 8, 64 rows next to their chain floor.
+Status run_latency_ops_bench();
 
 }  // namespace di::bench

@@ -2,10 +2,12 @@
 // squares are dot_f32 chains over hc*dim (20,480 at V4.1): for few rows one block per (output,
 // row) multiplies into shared memory and runs the add chains there (hc_mix_products), for many
 // rows the product is dense_gemm with the F32 `fn` as weights. The per-token tail (RMS factor,
-// sigmoids, softmax, Sinkhorn) runs one thread per value, each in the CPU's order. Bitwise
-// except where an exp rounds differently from glibc's expf (device_numeric.cuh).
+// sigmoids, softmax, Sinkhorn) runs one thread per value, each in the CPU's order, by one warp
+// per row for hc <= 4 when the sums of squares are given (hc_mixes_warp.cu), else by a block.
+// Bitwise except where an exp rounds differently from glibc's expf (device_numeric.cuh).
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/grid_dependency.cuh"
+#include "backend/cuda/hc_mixes_warp.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/lane_chain.cuh"
 
@@ -251,6 +253,10 @@ cudaError_t hc_mixes(const float* x,
                      cudaStream_t s) {
   if (rows == 0) return cudaSuccess;
   if (hc < 1 || hc > HcCoefficients::kMaxHc) return cudaErrorInvalidValue;
+  if (sum_squares && hc_mixes_warp_supports(hc)) {
+    return hc_mixes_warp(sum_squares, raw, rows, hc_dim, scale, base, hc, sinkhorn_iters, hc_eps,
+                         norm_eps, out, s);
+  }
   pdl::launch_dependent(hc_mixes_kernel, dim3(static_cast<unsigned>(rows)), dim3(kMixThreads), 0, s,
                         x, hc_dim, sum_squares, raw, scale, base, hc, sinkhorn_iters, hc_eps,
                         norm_eps, out);

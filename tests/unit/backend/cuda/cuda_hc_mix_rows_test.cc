@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/cuda/hc_mix_rows.h"
+#include "backend/cuda/kernels.h"
 #include "cuda_test_util.h"
 
 namespace di::backend::testing {
@@ -55,6 +56,78 @@ TEST_F(CudaOpsTest, HcMixRowsEqualDotF32Bitwise) {
       differ += std::memcmp(&want, &ss[static_cast<size_t>(r)], 4) != 0;
     }
     EXPECT_EQ(differ, 0u) << "hc " << k.hc << " rows " << k.rows << " dim " << k.dim;
+  }
+}
+
+// hc_mix_products (few rows: a block per output, warp 0's chains streaming behind the other
+// warps' products) and hc_sum_squares, bitwise against the same order: V4.1's 20,480 at 1, 8
+// and 64 rows, widths whose last chunk is short or has a scalar remainder, a tail, fewer
+// products than one chunk and none at all (hc * dim < 8).
+TEST_F(CudaOpsTest, HcMixProductsEqualDotF32Bitwise) {
+  struct Case {
+    int hc;
+    int64_t rows, dim;
+  };
+  for (const Case& k :
+       {Case{4, 1, 5120}, Case{4, 8, 5120}, Case{4, 64, 5120}, Case{4, 3, 97}, Case{4, 2, 2051},
+        Case{1, 5, 130}, Case{1, 2, 64}, Case{1, 3, 7}, Case{2, 2, 1}, Case{3, 2, 6000}}) {
+    const int64_t hc_dim = k.hc * k.dim;
+    const int mix = (2 + k.hc) * k.hc;
+    ASSERT_TRUE(cuda::hc_mix_products_fit(hc_dim));
+    const Rows x = random_rows(static_cast<size_t>(k.rows * hc_dim), 91);
+    const Rows fn = random_rows(static_cast<size_t>(mix * hc_dim), 92, 0.05f);
+    Rows raw(static_cast<size_t>(k.rows * mix), -1.0f), ss(static_cast<size_t>(k.rows), -1.0f);
+    Rows ss2(static_cast<size_t>(k.rows), -1.0f);
+    ASSERT_EQ(cuda::hc_mix_products(x.data(), k.rows, hc_dim, fn.data(), mix, raw.data(), ss.data(),
+                                    nullptr),
+              cudaSuccess);
+    ASSERT_EQ(cuda::hc_sum_squares(x.data(), k.rows, hc_dim, ss2.data(), nullptr), cudaSuccess);
+    sync();
+    size_t differ = 0;
+    for (int64_t r = 0; r < k.rows; ++r) {
+      const float* xr = x.data() + r * hc_dim;
+      for (int o = 0; o < mix; ++o) {
+        const float want = dot_f32_order(xr, fn.data() + o * hc_dim, hc_dim);
+        differ += std::memcmp(&want, &raw[static_cast<size_t>(r * mix + o)], 4) != 0;
+      }
+      const float want = dot_f32_order(xr, xr, hc_dim);
+      differ += std::memcmp(&want, &ss[static_cast<size_t>(r)], 4) != 0;
+      differ += std::memcmp(&want, &ss2[static_cast<size_t>(r)], 4) != 0;
+    }
+    EXPECT_EQ(differ, 0u) << "hc " << k.hc << " rows " << k.rows << " dim " << k.dim;
+  }
+}
+
+// The mixes' tail by one warp per row (hc <= 4, taken when the sums of squares are given)
+// against the block kernel (taken when they are not: it sums them itself in the same order),
+// bitwise: both use the same exp, so every coefficient and the zero padding must agree.
+TEST_F(CudaOpsTest, HcMixesWarpTailEqualsBlockTailBitwise) {
+  for (int hc : {1, 2, 3, 4}) {
+    for (int64_t rows : {1, 8, 64}) {
+      const int64_t hc_dim = hc * int64_t{1280};
+      const int mix = (2 + hc) * hc;
+      const Rows x = random_rows(static_cast<size_t>(rows * hc_dim), 93);
+      const Rows fn = random_rows(static_cast<size_t>(mix * hc_dim), 94, 0.05f);
+      const Rows base = random_rows(static_cast<size_t>(mix), 95, 0.5f);
+      const Rows scale = {0.7f, 1.1f, 2.3f};
+      Rows raw(static_cast<size_t>(rows * mix)), ss(static_cast<size_t>(rows));
+      ManagedVector<HcCoefficients> warp(static_cast<size_t>(rows)), block(warp.size());
+      std::memset(warp.data(), 0xff, sizeof(HcCoefficients) * warp.size());
+      std::memset(block.data(), 0xff, sizeof(HcCoefficients) * block.size());
+      ASSERT_EQ(cuda::hc_mix_products(x.data(), rows, hc_dim, fn.data(), mix, raw.data(), ss.data(),
+                                      nullptr),
+                cudaSuccess);
+      const float* no_sums = nullptr;
+      for (const float* sums : {static_cast<const float*>(ss.data()), no_sums}) {
+        ASSERT_EQ(
+            cuda::hc_mixes(x.data(), rows, hc_dim, sums, raw.data(), scale.data(), base.data(), hc,
+                           20, 1e-6f, 1e-6f, sums ? warp.data() : block.data(), nullptr),
+            cudaSuccess);
+      }
+      sync();
+      EXPECT_EQ(std::memcmp(warp.data(), block.data(), sizeof(HcCoefficients) * warp.size()), 0)
+          << "hc " << hc << " rows " << rows;
+    }
   }
 }
 

@@ -28,24 +28,27 @@ class CudaMoeRoute : public CudaOpsTest, public ::testing::WithParamInterface<Ro
 TEST_P(CudaMoeRoute, MatchesCpu) {
   const RouteCase c = GetParam();
   const int64_t rows = 70, dim = 256;
-  RouteParams p;
-  p.num_experts = 160;  // more experts than the kernel's 128 threads
-  p.topk = 6;
-  p.score_func = c.func;
-  p.gate_temp = 1.3f;
-  p.norm_topk_prob = c.norm;
-  p.route_scale = 2.5f;
-  RandomWeight gate = random_weight(c.gate_format, p.num_experts, dim, 41);
-  auto x = random_rows(static_cast<size_t>(rows * dim), 42);
-  auto bias = random_rows(static_cast<size_t>(p.num_experts), 43, 0.01f);
-  const float* b = c.bias ? bias.data() : nullptr;
-  std::vector<int32_t> ec(static_cast<size_t>(rows * p.topk)), eg(ec.size(), -7);
-  std::vector<float> wc(ec.size()), wg(ec.size(), NAN);
-  cpu_.moe_route({x.data(), rows, dim}, gate.view, b, p, ec.data(), wc.data());
-  gpu_->moe_route({x.data(), rows, dim}, gate.view, b, p, eg.data(), wg.data());
-  ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
-  EXPECT_EQ(eg, ec);
-  expect_nearly_bitwise(wg, wc, 0.9, 1e-5, "moe_route weights");
+  // 160: more experts than the kernel's 128 threads; 256: V4.1's; 600: several per thread.
+  for (int n : {160, 256, 600}) {
+    RouteParams p;
+    p.num_experts = n;
+    p.topk = 6;
+    p.score_func = c.func;
+    p.gate_temp = 1.3f;
+    p.norm_topk_prob = c.norm;
+    p.route_scale = 2.5f;
+    RandomWeight gate = random_weight(c.gate_format, p.num_experts, dim, 41);
+    auto x = random_rows(static_cast<size_t>(rows * dim), 42);
+    auto bias = random_rows(static_cast<size_t>(p.num_experts), 43, 0.01f);
+    const float* b = c.bias ? bias.data() : nullptr;
+    std::vector<int32_t> ec(static_cast<size_t>(rows * p.topk)), eg(ec.size(), -7);
+    std::vector<float> wc(ec.size()), wg(ec.size(), NAN);
+    cpu_.moe_route({x.data(), rows, dim}, gate.view, b, p, ec.data(), wc.data());
+    gpu_->moe_route({x.data(), rows, dim}, gate.view, b, p, eg.data(), wg.data());
+    ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+    EXPECT_EQ(eg, ec) << n << " experts";
+    expect_nearly_bitwise(wg, wc, 0.9, 1e-5, "moe_route weights");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -122,16 +122,20 @@ TEST_F(CudaOpsTest, FakeQuantMatchesCpuBitwise) {
 
 TEST_F(CudaOpsTest, RmsNormAndHyperConnectionsMatchCpuBitwise) {
   const int64_t rows = 7;
-  // 5123: a tail past the 8-lane chains (unaligned rows); 5120: V4.1's width; 8192: the widest
-  // row held in registers; 130: chains of 16 steps and a scalar one; 9001: too wide to hold, the
-  // chains read global memory.
-  for (int64_t cols : {5123, 5120, 8192, 130, 9001}) {
-    auto x = random_rows(static_cast<size_t>(rows * cols), 31);
-    auto w = random_rows(static_cast<size_t>(cols), 32);
-    Rows cpu(x.size()), gpu(x.size());
-    cpu_.rms_norm({x.data(), rows, cols}, w.data(), 1e-6f, {cpu.data(), rows, cols});
-    gpu_->rms_norm({x.data(), rows, cols}, w.data(), 1e-6f, {gpu.data(), rows, cols});
-    expect_bitwise(gpu, cpu, "rms_norm");
+  // 5123: a tail past the 8-lane chains (unaligned rows); 5120, 1536, 1280, 512: V4.1's widths;
+  // 7680: the widest row held in registers; 8192, 9001: too wide to hold, the chains read global
+  // memory; 130: chains of 16 steps and a scalar one; 5: no chain, only the tail. 1 and 64 rows:
+  // the decode step's batch 1 and a batch filling more blocks than one per row wave.
+  for (int64_t n : {int64_t{1}, rows, int64_t{64}}) {
+    for (int64_t cols : {5123, 5120, 1536, 1280, 512, 7680, 8192, 130, 9001, 5}) {
+      if (n != rows && cols != 5120 && cols != 1280 && cols != 512) continue;
+      auto x = random_rows(static_cast<size_t>(n * cols), 31);
+      auto w = random_rows(static_cast<size_t>(cols), 32);
+      Rows cpu(x.size()), gpu(x.size());
+      cpu_.rms_norm({x.data(), n, cols}, w.data(), 1e-6f, {cpu.data(), n, cols});
+      gpu_->rms_norm({x.data(), n, cols}, w.data(), 1e-6f, {gpu.data(), n, cols});
+      expect_bitwise(gpu, cpu, "rms_norm");
+    }
   }
 
   const int hc = 4;
@@ -181,7 +185,9 @@ TEST_F(CudaOpsTest, TranscendentalOpsMatchCpuNearlyBitwise) {
   }
 
   const int hc = 4;
-  for (int64_t dim : {128, 1003}) {  // 1003: past the lanes' batched loads, and a tail
+  // 1003: past the lanes' batched loads, and a tail; 5120: V4.1's; 8000: too wide to hold in
+  // registers (the staged kernel).
+  for (int64_t dim : {128, 1003, 5120, 8000}) {
     auto x = random_rows(static_cast<size_t>(rows * hc * dim), 54);
     auto kv = random_rows(static_cast<size_t>(rows * (hc + 1) * dim), 55);
     auto qk = random_rows(static_cast<size_t>(hc * dim), 56);
