@@ -420,9 +420,21 @@ Status run_profile_launches() {
 
 Status run_moe_bench(int mode) {
   const bool sweep = mode == 1;
+  // One token, 16 experts: one graph of the pick (for a profiler; no floors measured).
+  if (mode == 6) return bench_moe({1}, 1, 1e12, 1e12, {}, 16, false);
   DI_ASSIGN_OR_RETURN(double bw, copy_bandwidth());
   DI_ASSIGN_OR_RETURN(double flops, bf16_peak());
   if (mode == 3) return bench_moe({4096}, 1, bw, flops, {}, 16, false);
+  if (mode == 5) {
+    // Decode sizes (the batch-1 to batch-8 steps' routed experts): the pick.
+    std::printf(
+        "\nrouted experts at decode sizes: copy %.0f GB/s (read+write); us per launch (graph "
+        "replay)\n\n| kernel | tokens | us | floor us | floor/time | notes |\n"
+        "|---|---|---|---|---|---|\n",
+        bw / 1e9);
+    DI_RETURN_IF_ERROR(bench_moe({1, 2, 4, 8}, 5, bw, flops, {}, 16, false));
+    return bench_moe({1, 2, 4, 8}, 5, bw, flops, {}, 384, false);
+  }
   std::printf(
       "\nrouted experts: copy %.0f GB/s (read+write), bf16 %.0f TFLOP/s; us per launch (graph "
       "replay)\n\n",

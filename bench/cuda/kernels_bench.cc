@@ -271,7 +271,9 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
        attention_profile = false, wgmma_only = false, index_scores = false, small_ops = false,
        dense_tc = false, sample = false, dense_f32 = false, latency_ops = false;
   // 1: the routed-experts table alone; 2: the same without the variant sweep; 3: one graph of the
-  // tensor path at 4,096 tokens and 16 experts (for a profiler); 4: the many-rows table alone
+  // tensor path at 4,096 tokens and 16 experts (for a profiler); 4: the many-rows table alone;
+  // 5: decode sizes (1-8 tokens at 16 and 384 experts); 6: one graph at one token and 16
+  // experts (for a profiler)
   int moe = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -293,6 +295,10 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       moe = 3;
     } else if (a == "--moe-large") {
       moe = 4;
+    } else if (a == "--moe-decode") {
+      moe = 5;
+    } else if (a == "--moe-decode-profile") {
+      moe = 6;
     } else if (a == "--profile") {
       profile = true;
     } else if (a == "--sparse-attention") {
@@ -310,9 +316,15 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
     } else {
       std::fprintf(
           stderr,
+<<<<<<< HEAD
           "%s: unknown flag '%s' (expected --quick, --wgmma, --small-ops, --latency-ops, --decode, "
           "--moe, "
           "--moe-pick, --moe-profile, --moe-large, --profile, --sparse-attention, "
+=======
+          "%s: unknown flag '%s' (expected --quick, --wgmma, --small-ops, --decode, --moe, "
+          "--moe-pick, --moe-profile, --moe-large, --moe-decode, --moe-decode-profile, --profile, "
+          "--sparse-attention, "
+>>>>>>> moe4
           "--sparse-attention-profile, "
           "--index-scores, --dense-tc, --sample-rows or --dense-f32)\n",
           argv[0], a.c_str());
