@@ -316,15 +316,9 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
     } else {
       std::fprintf(
           stderr,
-<<<<<<< HEAD
           "%s: unknown flag '%s' (expected --quick, --wgmma, --small-ops, --latency-ops, --decode, "
-          "--moe, "
-          "--moe-pick, --moe-profile, --moe-large, --profile, --sparse-attention, "
-=======
-          "%s: unknown flag '%s' (expected --quick, --wgmma, --small-ops, --decode, --moe, "
-          "--moe-pick, --moe-profile, --moe-large, --moe-decode, --moe-decode-profile, --profile, "
-          "--sparse-attention, "
->>>>>>> moe4
+          "--moe, --moe-pick, --moe-profile, --moe-large, --moe-decode, --moe-decode-profile, "
+          "--profile, --sparse-attention, "
           "--sparse-attention-profile, "
           "--index-scores, --dense-tc, --sample-rows or --dense-f32)\n",
           argv[0], a.c_str());
