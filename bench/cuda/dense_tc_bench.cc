@@ -60,6 +60,7 @@ Status bench_shape(const char* name, int64_t out, int64_t in, int groups, const 
     const double floor_ms = std::max(byte_ms, flop_ms);
     for (auto [kernel, label] : {std::pair{DenseTcKernel::kRowGroups, "row groups"},
                                  {DenseTcKernel::kSharedTile, "shared tile"},
+                                 {DenseTcKernel::kSharedTileWide, "shared tile, 64 rows"},
                                  {DenseTcKernel::kAuto, "auto"}}) {
       const int iters = rows >= 64 && kernel == DenseTcKernel::kRowGroups ? 5 : 20;
       DI_ASSIGN_OR_RETURN(double ms, mean_ms(iters, [&](int i) {

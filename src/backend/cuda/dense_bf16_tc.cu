@@ -124,24 +124,37 @@ __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16
 // --- The shared-tile kernel for many rows ---
 // The row-group kernel reads each weight tile once per 64 rows and each x row once per 16
 // features (from L2), so at 64-256 rows it is bound by those re-reads, not by the tensor cores.
-// Here a CTA stages a 128-feature x 64-K weight tile and a 64-row x 64-K x tile in shared memory
-// (cp.async, kStages deep) and 8 warps multiply them, each 32 features x 32 rows. Every output
+// Here a CTA stages a 128-feature x 64-K weight tile and a TT-row x 64-K x tile in shared memory
+// (cp.async, ST stages deep) and 8 warps multiply them (TT = 64: each 32 features x 32 rows;
+// TT = 16: each 16 features x 16 rows). Every output
 // runs exactly the row-group kernel's arithmetic: the same K permutation within each 32-wide
 // chunk, the same two MMAs per chunk in K order, a fresh chain per K part (k_splits) and the
 // parts added in part order, so both kernels give the same bits for every output.
-constexpr int kTileF = 128, kTileT = 64, kTileK = 64, kStages = 3;
+constexpr int kTileF = 128, kTileK = 64;
 constexpr int kTiledThreads = 256;
-// One stage: [2 chunks][kTileF rows][32] weights, then [2 chunks][kTileT rows][32] x; a row of a
-// chunk is 64 contiguous bytes, so the 16-byte fragment loads of a quarter warp (2 rows x 4
-// lanes) cover 128 distinct bytes: no bank conflicts.
-constexpr int kStageW = 2 * kTileF * 32, kStageX = 2 * kTileT * 32;  // bf16 elements
-constexpr size_t kTiledSmem =
-    size_t{kStages} * (kStageW + kStageX) * sizeof(uint16_t) + kTiledThreads * 32 * sizeof(float);
+// TT rows per CTA, ST stages. 64 x 3 for many rows; at <= 16 rows (the head at decode) a 64-row
+// x tile is mostly zero-fill, so 16 x 5 keeps twice the weight bytes in flight per SM in the
+// same shared memory (two CTAs per SM either way).
+template <int TT, int ST>
+struct TiledShape {
+  static constexpr int kWarpRows = TT < 32 ? TT : 32;   // rows per warp
+  static constexpr int kWarpsF = 8 / (TT / kWarpRows);  // warps along the features
+  static constexpr int kMF = kTileF / kWarpsF / 16;     // 16-feature MMA rows per warp
+  static constexpr int kNF = kWarpRows / 8;             // 8-row MMA columns per warp
+  // One stage: [2 chunks][kTileF rows][32] weights, then [2 chunks][TT rows][32] x; a row of a
+  // chunk is 64 contiguous bytes, so the 16-byte fragment loads of a quarter warp (2 rows x 4
+  // lanes) cover 128 distinct bytes: no bank conflicts.
+  static constexpr int kStageW = 2 * kTileF * 32, kStageX = 2 * TT * 32;  // bf16 elements
+  static constexpr size_t kSmem = size_t{ST} * (kStageW + kStageX) * sizeof(uint16_t) +
+                                  size_t{kTiledThreads} * kMF * kNF * 4 * sizeof(float);
+  static_assert(kMF >= 1 && kNF >= 1 && kSmem <= 113 * 1024, "two CTAs per SM");
+};
 
 __device__ __forceinline__ uint4 lds16(const uint16_t* p) {
   return *reinterpret_cast<const uint4*>(p);
 }
 
+template <int TT, int ST>
 __global__ void __launch_bounds__(kTiledThreads, 2)
     dense_bf16_tc_tiled_kernel(const uint16_t* __restrict__ x,
                                int64_t rows,
@@ -154,25 +167,28 @@ __global__ void __launch_bounds__(kTiledThreads, 2)
                                float* __restrict__ y,
                                bool round) {
   pdl::enter_dependent_grid();
+  using S = TiledShape<TT, ST>;
+  constexpr int MF = S::kMF, NF = S::kNF;
   extern __shared__ __align__(16) uint16_t smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, q = lane % 4;
-  const int wf = (warp % 4) * 32, wt = (warp / 4) * 32;  // the warp's first feature and row
+  // The warp's first feature and row.
+  const int wf = (warp % S::kWarpsF) * (16 * MF), wt = (warp / S::kWarpsF) * S::kWarpRows;
   // Row tiles vary fastest, so the CTAs sharing a weight tile run together and the second reads
   // it from L2.
-  const int64_t t_base = static_cast<int64_t>(blockIdx.x) * kTileT;
+  const int64_t t_base = static_cast<int64_t>(blockIdx.x) * TT;
   const int64_t f_base = static_cast<int64_t>(blockIdx.y) * kTileF;
   const uint16_t* xg = x + (f_base / group_out) * k;  // host checks group_out % kTileF == 0
   const int stages = static_cast<int>((k + kTileK - 1) / kTileK);
 
   // Each thread copies 16-byte piece c of rows r0, r0 + 32, ... of both tiles: one base pointer
-  // per tile, advanced by 32 rows and by K (few registers next to the 64 accumulators).
+  // per tile, advanced by 32 rows and by K (few registers next to the accumulators).
   const int r0 = tid / 8, c = tid % 8;
   const uint16_t* wp = w + (f_base + r0) * k + c * 8;
   const uint16_t* xp = xg + (t_base + r0) * x_stride + c * 8;
   const int s_off = r0 * 32 + (c % 4) * 8;
   auto load_stage = [&](int s) {
-    uint16_t* sw = smem + (s % kStages) * (kStageW + kStageX);
-    uint16_t* sx = sw + kStageW;
+    uint16_t* sw = smem + (s % ST) * (S::kStageW + S::kStageX);
+    uint16_t* sx = sw + S::kStageW;
     const int64_t k0 = static_cast<int64_t>(s) * kTileK;
     const bool k_ok = k0 + (c / 4) * 32 < k;  // the stage's second chunk may lie past K
 #pragma unroll
@@ -182,75 +198,78 @@ __global__ void __launch_bounds__(kTiledThreads, 2)
                  ok ? 16 : 0);
     }
 #pragma unroll
-    for (int i = 0; i < kTileT / 32; ++i) {
+    for (int i = 0; i < (TT + 31) / 32; ++i) {
+      if (r0 + 32 * i >= TT) break;
       const bool ok = k_ok && t_base + r0 + 32 * i < rows;
-      cp_async16(sx + (c / 4) * kTileT * 32 + s_off + i * 32 * 32,
-                 ok ? xp + 32 * i * x_stride + k0 : x, ok ? 16 : 0);
+      cp_async16(sx + (c / 4) * TT * 32 + s_off + i * 32 * 32, ok ? xp + 32 * i * x_stride + k0 : x,
+                 ok ? 16 : 0);
     }
   };
 
   // The sum of the finished K parts, per warp value and lane (shared memory: registers hold the
   // current part's chain; each thread only touches its own entries, so no barrier).
-  float* sum =
-      reinterpret_cast<float*>(smem + kStages * (kStageW + kStageX)) + warp * 32 * 32 + lane;
-  float acc[2][4][4];
+  float* sum = reinterpret_cast<float*>(smem + ST * (S::kStageW + S::kStageX)) +
+               warp * (MF * NF * 4) * 32 + lane;
+  float acc[MF][NF][4];
 #pragma unroll
-  for (int m = 0; m < 2; ++m) {
+  for (int m = 0; m < MF; ++m) {
 #pragma unroll
-    for (int n = 0; n < 4; ++n) {
+    for (int n = 0; n < NF; ++n) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[m][n][i] = 0.0f;
     }
   }
   // Column groups of this warp that hold rows (warp-uniform): empty ones skip their MMAs.
   const int64_t warp_rows = rows - (t_base + wt);
-  const int live = warp_rows <= 0 ? 0 : warp_rows >= 32 ? 4 : static_cast<int>((warp_rows + 7) / 8);
+  const int live = warp_rows <= 0              ? 0
+                   : warp_rows >= S::kWarpRows ? NF
+                                               : static_cast<int>((warp_rows + 7) / 8);
   bool first_part = true;
   int64_t part_end = k_part;  // where the current K part ends
 
 #pragma unroll 1
-  for (int s = 0; s < kStages - 1; ++s) {
+  for (int s = 0; s < ST - 1; ++s) {
     if (s < stages) load_stage(s);
     cp_async_commit();
   }
 #pragma unroll 1
   for (int s = 0; s < stages; ++s) {
-    cp_async_wait<kStages - 2>();
+    cp_async_wait<ST - 2>();
     __syncthreads();  // stage s landed for every thread; stage s - 1's buffer is free again
-    if (s + kStages - 1 < stages) load_stage(s + kStages - 1);
+    if (s + ST - 1 < stages) load_stage(s + ST - 1);
     cp_async_commit();
-    const uint16_t* sw = smem + (s % kStages) * (kStageW + kStageX);
-    const uint16_t* sx = sw + kStageW;
+    const uint16_t* sw = smem + (s % ST) * (S::kStageW + S::kStageX);
+    const uint16_t* sx = sw + S::kStageW;
 #pragma unroll 1
     for (int h = 0; h < 2; ++h) {
       const int64_t kc = static_cast<int64_t>(s) * kTileK + h * 32;
       if (kc >= k) break;
-      uint32_t a0[2][4], a1[2][4];
+      uint32_t a0[MF][4], a1[MF][4];
 #pragma unroll
-      for (int m = 0; m < 2; ++m) {
+      for (int m = 0; m < MF; ++m) {
         const uint16_t* base = sw + h * kTileF * 32 + (wf + m * 16 + g) * 32 + 8 * q;
         const uint4 a = lds16(base), b = lds16(base + 8 * 32);
         a0[m][0] = a.x, a0[m][1] = b.x, a0[m][2] = a.y, a0[m][3] = b.y;
         a1[m][0] = a.z, a1[m][1] = b.z, a1[m][2] = a.w, a1[m][3] = b.w;
       }
 #pragma unroll
-      for (int n = 0; n < 4; ++n) {
+      for (int n = 0; n < NF; ++n) {
         if (n >= live) continue;
-        const uint4 xv = lds16(sx + h * kTileT * 32 + (wt + n * 8 + g) * 32 + 8 * q);
+        const uint4 xv = lds16(sx + h * TT * 32 + (wt + n * 8 + g) * 32 + 8 * q);
 #pragma unroll
-        for (int m = 0; m < 2; ++m) {
+        for (int m = 0; m < MF; ++m) {
           mma_bf16(acc[m][n], a0[m], xv.x, xv.y);
           mma_bf16(acc[m][n], a1[m], xv.z, xv.w);
         }
       }
       if (kc + 32 == part_end) {  // a K part ends: add its chain to the earlier parts'
 #pragma unroll
-        for (int m = 0; m < 2; ++m) {
+        for (int m = 0; m < MF; ++m) {
 #pragma unroll
-          for (int n = 0; n < 4; ++n) {
+          for (int n = 0; n < NF; ++n) {
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-              float& v = sum[((m * 4 + n) * 4 + i) * 32];
+              float& v = sum[((m * NF + n) * 4 + i) * 32];
               v = first_part ? acc[m][n][i] : __fadd_rn(v, acc[m][n][i]);
               acc[m][n][i] = 0.0f;
             }
@@ -263,20 +282,42 @@ __global__ void __launch_bounds__(kTiledThreads, 2)
   }
   cp_async_wait<0>();
 #pragma unroll
-  for (int m = 0; m < 2; ++m) {
+  for (int m = 0; m < MF; ++m) {
     const int64_t fa = f_base + wf + m * 16 + g, fb = fa + 8;
 #pragma unroll
-    for (int n = 0; n < 4; ++n) {
+    for (int n = 0; n < NF; ++n) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int64_t t = t_base + wt + n * 8 + 2 * q + j;
         if (t >= rows) continue;
-        const float va = sum[((m * 4 + n) * 4 + j) * 32], vb = sum[((m * 4 + n) * 4 + 2 + j) * 32];
+        const float va = sum[((m * NF + n) * 4 + j) * 32];
+        const float vb = sum[((m * NF + n) * 4 + 2 + j) * 32];
         if (fa < n_out) y[t * n_out + fa] = round ? round_bf16(va) : va;
         if (fb < n_out) y[t * n_out + fb] = round ? round_bf16(vb) : vb;
       }
     }
   }
+}
+
+template <int TT, int ST>
+cudaError_t launch_tiled(const uint16_t* x,
+                         int64_t rows,
+                         const DeviceWeight& w,
+                         int groups,
+                         int splits,
+                         float* y,
+                         bool round_bf16,
+                         cudaStream_t s) {
+  auto* kernel = dense_bf16_tc_tiled_kernel<TT, ST>;
+  const int smem = static_cast<int>(TiledShape<TT, ST>::kSmem);
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e != cudaSuccess) return e;
+  const dim3 grid(static_cast<unsigned>((rows + TT - 1) / TT),
+                  static_cast<unsigned>((w.out_features + kTileF - 1) / kTileF));
+  return pdl::launch_dependent(kernel, grid, dim3(kTiledThreads), static_cast<size_t>(smem), s, x,
+                               rows, reinterpret_cast<const uint16_t*>(w.data), w.out_features,
+                               w.in_features, w.in_features / splits, w.out_features / groups,
+                               groups * w.in_features, y, round_bf16);
 }
 
 // K split in 4 (2) when every part stays a whole number of 32-wide chunks.
@@ -318,26 +359,21 @@ cudaError_t dense_bf16_tc(const uint16_t* x,
   }
   const int splits = k_splits(w.in_features);
   const bool tiled_ok = dense_bf16_tc_tiled_supports(w, groups);
-  if (kernel == DenseTcKernel::kSharedTile && !tiled_ok) return cudaErrorInvalidValue;
+  const bool force_tile =
+      kernel == DenseTcKernel::kSharedTile || kernel == DenseTcKernel::kSharedTileWide;
+  if (force_tile && !tiled_ok) return cudaErrorInvalidValue;
   // Both kernels give the same bits, so the choice may depend on host-known sizes. Measured on
   // the H200 (docs/benchmarks.md): the shared tile wins at every row count once its feature
   // tiles fill the device (the head: 0.39 vs 0.60 ms at 1 row), and from 32 rows on for wo_a
   // (64 feature tiles; the row groups keep more weight bytes in flight below that).
-  const bool tiled = kernel == DenseTcKernel::kSharedTile ||
-                     (kernel == DenseTcKernel::kAuto && tiled_ok &&
-                      (rows >= kDenseTcTiledMinRows || w.out_features >= kDenseTcTiledMinOutputs));
+  const bool tiled =
+      force_tile || (kernel == DenseTcKernel::kAuto && tiled_ok &&
+                     (rows >= kDenseTcTiledMinRows || w.out_features >= kDenseTcTiledMinOutputs));
   if (tiled) {
-    cudaError_t e = cudaFuncSetAttribute(dense_bf16_tc_tiled_kernel,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kTiledSmem));
-    if (e != cudaSuccess) return e;
-    const dim3 grid(static_cast<unsigned>((rows + kTileT - 1) / kTileT),
-                    static_cast<unsigned>((w.out_features + kTileF - 1) / kTileF));
-    pdl::launch_dependent(dense_bf16_tc_tiled_kernel, dim3(grid), dim3(kTiledThreads), kTiledSmem,
-                          s, x, rows, reinterpret_cast<const uint16_t*>(w.data), w.out_features,
-                          w.in_features, w.in_features / splits, w.out_features / groups,
-                          groups * w.in_features, y, round_bf16);
-    return cudaGetLastError();
+    // The 16-row tile up to 16 rows (unless the 64-row one is forced): the same bits.
+    return rows <= 16 && kernel != DenseTcKernel::kSharedTileWide
+               ? launch_tiled<16, 5>(x, rows, w, groups, splits, y, round_bf16, s)
+               : launch_tiled<64, 3>(x, rows, w, groups, splits, y, round_bf16, s);
   }
   const int64_t per_cta = kWarps / splits * 16;  // features per CTA
   const int64_t ctas = (w.out_features + per_cta - 1) / per_cta;
