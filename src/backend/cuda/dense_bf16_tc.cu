@@ -132,9 +132,9 @@ __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16
 // parts added in part order, so both kernels give the same bits for every output.
 constexpr int kTileF = 128, kTileK = 64;
 constexpr int kTiledThreads = 256;
-// TT rows per CTA, ST stages. 64 x 3 for many rows; at <= 16 rows (the head at decode) a 64-row
-// x tile is mostly zero-fill, so 16 x 5 keeps twice the weight bytes in flight per SM in the
-// same shared memory (two CTAs per SM either way).
+// TT rows per CTA, ST stages. 64 x 3 for many rows; at <= 32 rows (the head at decode) a 64-row
+// x tile is mostly zero-fill, so 16 x 5 and 32 x 4 keep more weight bytes in flight per SM in
+// the same shared memory (two CTAs per SM in every shape).
 template <int TT, int ST>
 struct TiledShape {
   static constexpr int kWarpRows = TT < 32 ? TT : 32;   // rows per warp
@@ -364,16 +364,20 @@ cudaError_t dense_bf16_tc(const uint16_t* x,
   if (force_tile && !tiled_ok) return cudaErrorInvalidValue;
   // Both kernels give the same bits, so the choice may depend on host-known sizes. Measured on
   // the H200 (docs/benchmarks.md): the shared tile wins at every row count once its feature
-  // tiles fill the device (the head: 0.39 vs 0.60 ms at 1 row), and from 32 rows on for wo_a
-  // (64 feature tiles; the row groups keep more weight bytes in flight below that).
+  // tiles fill the device (the head: 0.35 vs 0.55 ms at 1 row), and from 16 rows on for wo_a
+  // (64 feature tiles; the row groups keep more weight bytes in flight below that: 0.037 vs 0.039
+  // ms at 8 rows, 0.053 vs 0.039 at 16).
   const bool tiled =
       force_tile || (kernel == DenseTcKernel::kAuto && tiled_ok &&
                      (rows >= kDenseTcTiledMinRows || w.out_features >= kDenseTcTiledMinOutputs));
   if (tiled) {
-    // The 16-row tile up to 16 rows (unless the 64-row one is forced): the same bits.
-    return rows <= 16 && kernel != DenseTcKernel::kSharedTileWide
-               ? launch_tiled<16, 5>(x, rows, w, groups, splits, y, round_bf16, s)
-               : launch_tiled<64, 3>(x, rows, w, groups, splits, y, round_bf16, s);
+    // The 16-row tile up to 16 rows, the 32-row one up to 32 (unless the 64-row one is forced):
+    // the same bits.
+    if (kernel == DenseTcKernel::kSharedTileWide || rows > 32) {
+      return launch_tiled<64, 3>(x, rows, w, groups, splits, y, round_bf16, s);
+    }
+    return rows <= 16 ? launch_tiled<16, 5>(x, rows, w, groups, splits, y, round_bf16, s)
+                      : launch_tiled<32, 4>(x, rows, w, groups, splits, y, round_bf16, s);
   }
   const int64_t per_cta = kWarps / splits * 16;  // features per CTA
   const int64_t ctas = (w.out_features + per_cta - 1) / per_cta;

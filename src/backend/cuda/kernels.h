@@ -312,10 +312,11 @@ inline constexpr int64_t kDenseGemvMaxRows = 8;
 // Two kernels, the same bits for every output: row groups (each warp streams its weight rows
 // from global memory, the fastest at few rows) and shared tiles (128 features x 64 rows per CTA
 // from shared memory, for many rows or many outputs; needs each group's outputs a multiple of
-// 128; 16-row tiles up to 16 rows, kSharedTileWide forces the 64-row one). kAuto picks by rows and
-// outputs (the overload without `kernel`); the others force one (tests and benchmarks).
+// 128; 16- and 32-row tiles up to 16 and 32 rows, kSharedTileWide forces the 64-row one). kAuto
+// picks by rows and outputs (the overload without `kernel`); the others force one (tests and
+// benchmarks).
 enum class DenseTcKernel { kAuto, kRowGroups, kSharedTile, kSharedTileWide };
-inline constexpr int64_t kDenseTcTiledMinRows = 32;
+inline constexpr int64_t kDenseTcTiledMinRows = 16;  // wo_a: 16-row tile 39 vs 53 us at 16 rows
 inline constexpr int64_t kDenseTcTiledMinOutputs = 32768;  // 256 feature tiles: 2 per SM
 bool dense_bf16_tc_supports(const DeviceWeight& w, int groups);
 bool dense_bf16_tc_tiled_supports(const DeviceWeight& w, int groups);

@@ -80,8 +80,8 @@ TEST_F(CudaDenseTensorTest, GroupedProductIsCloseAndBatchInvariant) {
 }
 
 // The shared-tile kernel (many rows) against the row-group kernel (few rows) on the same inputs:
-// every output's bits equal, for 1..600 rows (tails of the 16- and 64-row tiles and the
-// 128-feature tile; the 64-row tile also forced at <= 16 rows),
+// every output's bits equal, for 1..600 rows (tails of the 16-, 32- and 64-row tiles and the
+// 128-feature tile; the 64-row tile also forced at <= 32 rows),
 // K split in 1, 2 and 4 parts with an odd number of 32-chunks per part, grouped and not, rounded
 // and not. kAuto must agree with both.
 TEST_F(CudaDenseTensorTest, SharedTileKernelMatchesRowGroupKernelBitwise) {
@@ -102,7 +102,7 @@ TEST_F(CudaDenseTensorTest, SharedTileKernelMatchesRowGroupKernelBitwise) {
     const Rows xf = random_rows(static_cast<size_t>(max_rows * cols), seed++);
     ManagedVector<uint16_t> x(xf.size());
     for (size_t i = 0; i < x.size(); ++i) x[i] = float_to_bf16(xf[i]);
-    for (const int64_t rows : {1, 7, 16, 17, 33, 64, 65, 129, 256, 300, 600}) {
+    for (const int64_t rows : {1, 7, 16, 17, 32, 33, 64, 65, 129, 256, 300, 600}) {
       for (const bool round : {false, true}) {
         const size_t n = static_cast<size_t>(rows * sh.out);
         Rows a(n, NAN), b(n, NAN), c(n, NAN), d(n, NAN);
