@@ -7,7 +7,8 @@
 //   deepseek_xml  <｜DSML｜parameter name="KEY" string="true|false">VALUE</｜DSML｜parameter>
 // A property whose schema is a plain string is raw text up to the first closing tag (the models'
 // parsers cut the value there; xgrammar's TagDispatch with that exclude); a string enum/const is
-// its raw values; every other value is JSON, with whitespace around it (the parsers trim it).
+// its raw values, an anchored pattern / a format / a length range is raw text where it cannot
+// hold '<'; every other value is JSON, with whitespace around it (the parsers trim it).
 // deepseek_xml agrees with our DSML tool calls (api/tool_call_grammar.cc) and ResponseParser
 // (recipe/parse/dsml_block.cc), which read string="true" as a raw string and string="false" as
 // JSON: the attribute is tied to the value's form (xgrammar lets either go with either), a raw
@@ -19,6 +20,10 @@
 #include <algorithm>
 
 #include "grammar/json_schema/converter.h"
+#include "grammar/json_schema/formats.h"
+#include "grammar/nfa.h"
+#include "grammar/regex/regex_parser.h"
+#include "grammar/utf8.h"
 
 namespace di::grammar {
 
@@ -29,6 +34,50 @@ bool note(const std::string& k) {
                                  "$comment",    "$schema",     "$id",      "$defs",
                                  "definitions", "deprecated",  "readOnly", "writeOnly"};
   return std::find(std::begin(kNotes), std::end(kNotes), k) != std::end(kNotes);
+}
+
+// A constrained string as raw text, where no text it allows can hold '<' (so never a closing
+// tag, which starts with one): one pattern (anchored: an unanchored one allows any text around
+// it) or format, as a regex over raw characters whose NFA has no '<' edge; or a length range,
+// as that many characters other than '<' (narrower than the JSON form, never wider). nullopt
+// otherwise: the value stays JSON.
+std::optional<ExprId> raw_constrained_string(Grammar& g, const json& s) {
+  if (!s.is_object() || s.value("type", json()) != "string") return std::nullopt;
+  std::string re;
+  bool search = false;
+  int64_t lo = -1, hi = -1;
+  for (const auto& [k, v] : s.items()) {
+    if (note(k) || k == "type") continue;
+    if (k == "pattern" && v.is_string() && re.empty() && lo < 0 && hi < 0) {
+      re = v.get<std::string>();
+      search = true;
+    } else if (k == "format" && v.is_string() && re.empty() && lo < 0 && hi < 0) {
+      re = format_regex(v.get<std::string>());
+      if (re.empty()) return std::nullopt;
+    } else if ((k == "minLength" || k == "maxLength") && re.empty() && v.is_number_integer() &&
+               v.get<int64_t>() >= 0 && v.get<int64_t>() <= 10000) {
+      (k == "minLength" ? lo : hi) = v.get<int64_t>();
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (lo >= 0 || hi >= 0) {
+    if (hi >= 0 && hi < std::max<int64_t>(lo, 0)) return std::nullopt;
+    CharClass lt;
+    lt.add('<', '<');
+    return g.repeat(utf8_class(g, lt.negated()), static_cast<int32_t>(std::max<int64_t>(lo, 0)),
+                    static_cast<int32_t>(hi));
+  }
+  if (re.empty()) return std::nullopt;
+  RegexOptions o;
+  o.search = search;
+  auto sub = regex_to_grammar(re, o);
+  if (!sub) return std::nullopt;
+  auto nfa = NfaGrammar::build(*sub);
+  if (!nfa) return std::nullopt;
+  for (const ByteEdge& e : (*nfa)->byte_edges())
+    if (e.set.test('<')) return std::nullopt;
+  return g.ref(g.import(*sub, "xml_re" + std::to_string(g.rules().size()) + "_"));
 }
 
 struct Style {
@@ -144,6 +193,8 @@ Grammar SchemaConverter::xml_parameters_grammar(XmlStyle xml_style) {
       for (const std::string& s : *vals)
         if (!has_close(s)) alts.push_back(g_.literal(s));
       if (!alts.empty()) raw_value = as_rule(g_.alt(std::move(alts)));
+    } else if (auto r = raw_constrained_string(g_, v)) {
+      raw_value = as_rule(*r);
     }
     // deepseek_xml may always write JSON (string="false"); the other styles' parsers read a
     // string-typed value raw, so a value with a raw form has only that one.

@@ -119,6 +119,42 @@ TEST(grammar_structural_tag_styles, DeepSeekXml) {
       cg, p + "city\" string=\"true\">a" + c + "b" + c + p + "days\" string=\"false\">1" + c));
 }
 
+// Constrained strings are raw text where no text they allow holds '<' (anchored pattern,
+// format, length range); elsewhere (an unanchored pattern) JSON.
+TEST(grammar_structural_tag_styles, ConstrainedStringsAreRawWhereSafe) {
+  const std::string schema = R"({"type": "object", "properties": {
+      "code": {"type": "string", "pattern": "^[A-Z]{2}$"}, "d": {"type": "string", "format":
+      "date"}, "n": {"type": "string", "maxLength": 3}, "free": {"type": "string", "pattern":
+      "a"}}, "required": ["code"]})";
+  auto mm =
+      compile(R"({"format": {"type": "json_schema", "style": "minimax_xml", "json_schema": )" +
+              schema + "}}");
+  ASSERT_TRUE(mm);
+  const std::string p = "<parameter name=\"";
+  EXPECT_TRUE(matches(mm, p + "code\">AB</parameter>" + p + "d\">\n2024-02-29\n</parameter>" + p +
+                              "n\">x y</parameter>" + p + "free\">\"zaz\"</parameter>"));
+  EXPECT_FALSE(matches(mm, p + "code\">\"AB\"</parameter>"));
+  EXPECT_FALSE(matches(mm, p + "code\">ABC</parameter>"));
+  EXPECT_FALSE(matches(mm, p + "code\">AB</parameter>" + p + "n\">abcd</parameter>"));
+  EXPECT_FALSE(matches(mm, p + "code\">AB</parameter>" + p + "n\">a<</parameter>"));
+  EXPECT_FALSE(matches(mm, p + "code\">AB</parameter>" + p + "free\">zaz</parameter>"));
+  auto ds =
+      compile(R"({"format": {"type": "json_schema", "style": "deepseek_xml", "json_schema": )" +
+              schema + "}}");
+  ASSERT_TRUE(ds);
+  const std::string q =
+      "<\xEF\xBD\x9C"
+      "DSML\xEF\xBD\x9C"
+      "parameter name=\"";
+  const std::string c =
+      "</\xEF\xBD\x9C"
+      "DSML\xEF\xBD\x9C"
+      "parameter>";
+  EXPECT_TRUE(matches(ds, q + "code\" string=\"true\">AB" + c));
+  EXPECT_TRUE(matches(ds, q + "code\" string=\"false\">\"AB\"" + c));
+  EXPECT_FALSE(matches(ds, q + "code\" string=\"true\"> AB" + c));
+}
+
 TEST(grammar_structural_tag_styles, StyleErrorsNameTheField) {
   EXPECT_NE(error_of(R"({"format": {"type": "json_schema", "style": "kimi_xml",
       "json_schema": {"type": "object"}}})")
@@ -185,6 +221,12 @@ TEST(grammar_structural_tag_styles, AnyTextMaxChars) {
                                   "ba x</t>"));
   EXPECT_TRUE(walk_checking_masks(longer, "<t>abcaaabcaaab</t>"));
   EXPECT_FALSE(walk_checking_masks(longer, "<t>abcaaabcaaabc</t>"));
+  // xgrammar's example: the end string also excluded (the end wins where both complete).
+  auto think = compile(R"({"format": {"type": "tag", "begin": "<think>", "end": "</think>",
+      "content": {"type": "any_text", "excludes": ["</think>"], "max_chars": 5}}})");
+  ASSERT_TRUE(think);
+  EXPECT_TRUE(matches(think, "<think>a</b></think>"));
+  EXPECT_FALSE(matches(think, "<think>a</b>c</think>"));
   auto zero = compile(R"({"format": {"type": "tag", "begin": "<t>", "end": "</t>", "content":
       {"type": "any_text", "max_chars": 0}}})");
   ASSERT_TRUE(zero);
