@@ -9,6 +9,7 @@
 
 #include "grammar/aho_corasick.h"
 #include "grammar/nfa_passes.h"
+#include "grammar/utf8.h"
 
 namespace di::grammar {
 
@@ -194,11 +195,12 @@ class NfaBuilder {
     return end;
   }
 
-  // Free text of at most max_chars code points (no triggers): the free states once per count
-  // of code points read (a UTF-8 lead byte counts one), up to max_chars plus the longest stop
-  // string's, since a stop string's own characters are read before it is known to be one. A
-  // stop string completed at count c ends the text when c minus its own code points is within
-  // the bound; an exclude has no edge.
+  // Free text of at most max_chars code points (no triggers), well-formed UTF-8 (else stray
+  // continuation bytes would be free characters): one state per (count, automaton node, UTF-8
+  // state), built from (0, root, between characters) outwards. The count runs to max_chars
+  // plus the longest stop string's code points, since a stop string's own characters are read
+  // before it is known to be one; a stop string completed at count c ends the text when c minus
+  // its code points is within the bound. An exclude, or a byte UTF-8 refuses, has no edge.
   int build_bounded_text(const TagDispatchSpec& td, int from) {
     if (!td.triggers.empty())
       throw BuildError(StatusCode::kInvalidArgument, "TagDispatch: max_chars with triggers");
@@ -206,12 +208,11 @@ class NfaBuilder {
     strings.insert(strings.end(), td.excludes.begin(), td.excludes.end());
     if (std::any_of(strings.begin(), strings.end(), [](auto& x) { return x.empty(); }))
       throw BuildError(StatusCode::kInvalidArgument, "TagDispatch: an empty string");
-    auto lead = [](int b) { return b < 0x80 || b >= 0xC0; };
     std::vector<int64_t> cps;
     int64_t extra = 0;
     for (const std::string& stop : td.stops) {
       cps.push_back(std::count_if(stop.begin(), stop.end(),
-                                  [&](char c) { return lead(static_cast<uint8_t>(c)); }));
+                                  [](char c) { return (static_cast<uint8_t>(c) & 0xC0) != 0x80; }));
       extra = std::max(extra, cps.back());
     }
     const AhoCorasick ac(strings);
@@ -219,32 +220,40 @@ class NfaBuilder {
     if ((limit + 1) * nodes > static_cast<int64_t>(limits_.max_states))
       throw BuildError(StatusCode::kResourceExhausted, "grammar too large (NFA state limit)");
     const int end = new_state();
-    std::vector<int> free(static_cast<size_t>((limit + 1) * nodes), -1);
-    for (int64_t i = 0; i < (limit + 1) * nodes; ++i)
-      if (ac.match(static_cast<uint32_t>(i % nodes)) < 0) free[i] = new_state();
-    ts_[from].eps.push_back(free[0]);
+    Bounded b{std::vector<int>(static_cast<size_t>((limit + 1) * nodes * kUtf8DfaStates), -1),
+              nodes, td.max_chars};
+    std::vector<int64_t> todo;  // indices into b.free: (c * nodes + n) * kUtf8DfaStates + u
+    auto state_of = [&](int64_t c, int64_t n, int u) {
+      const int64_t i = (c * nodes + n) * kUtf8DfaStates + u;
+      if (b.free[i] < 0) b.free[i] = new_state(), todo.push_back(i);
+      return b.free[i];
+    };
+    const int first = state_of(0, 0, 0);  // (new_state may move ts_: not inside ts_[from])
+    ts_[from].eps.push_back(first);
     const auto n_stop = static_cast<int32_t>(td.stops.size());
-    for (int64_t c = 0; c <= limit; ++c) {
-      for (int64_t n = 0; n < nodes; ++n) {
-        const int s = free[c * nodes + n];
-        if (s < 0) continue;
-        if (td.stop_eos && c <= td.max_chars) ts_[s].eps.push_back(end);
-        std::map<int, ByteSet> by_target;
-        for (int b = 0; b < 256; ++b) {
-          const uint32_t m = ac.next(static_cast<uint32_t>(n), static_cast<uint8_t>(b));
-          const int64_t c2 = c + (lead(b) ? 1 : 0);
-          const int32_t t = ac.match(m);
-          int target = -1;
-          if (t >= 0 && t < n_stop && c2 - cps[t] <= td.max_chars)
-            target = end;
-          else if (t < 0 && c2 <= limit)
-            target = free[c2 * nodes + m];
-          if (target >= 0) by_target[target].set(static_cast<uint8_t>(b));
-        }
-        for (auto& [target, set] : by_target) ts_[s].bytes.emplace_back(set, target);
+    while (!todo.empty()) {
+      const int64_t i = todo.back();
+      todo.pop_back();
+      const int64_t c = i / kUtf8DfaStates / nodes, n = i / kUtf8DfaStates % nodes;
+      const int u = static_cast<int>(i % kUtf8DfaStates), s = b.free[i];
+      if (td.stop_eos && c <= td.max_chars && u == 0) ts_[s].eps.push_back(end);
+      std::map<int, ByteSet> by_target;
+      for (int byte = 0; byte < 256; ++byte) {
+        const int u2 = utf8_dfa_step(u, static_cast<uint8_t>(byte));
+        if (u2 < 0) continue;
+        const uint32_t m = ac.next(static_cast<uint32_t>(n), static_cast<uint8_t>(byte));
+        const int64_t c2 = c + (u == 0 ? 1 : 0);
+        const int32_t t = ac.match(m);
+        int target = -1;
+        if (t >= 0 && t < n_stop && u2 == 0 && c2 - cps[t] <= td.max_chars)
+          target = end;
+        else if (t < 0 && c2 <= limit)
+          target = state_of(c2, m, u2);
+        if (target >= 0) by_target[target].set(static_cast<uint8_t>(byte));
       }
+      for (auto& [target, set] : by_target) ts_[s].bytes.emplace_back(set, target);
     }
-    bounded_.push_back(Bounded{std::move(free), nodes, td.max_chars});
+    bounded_.push_back(std::move(b));
     return end;
   }
 
@@ -309,20 +318,21 @@ class NfaBuilder {
       out.states_.push_back(st);
     }
     out.rule_start_.push_back(static_cast<uint32_t>(map[start]));
-    // Bounded texts: each reachable (node, count) state's twin is its node's reachable state of
-    // the smallest count.
+    // Bounded texts: each reachable (count, node, UTF-8 state) state's twin is the reachable
+    // state of its (node, UTF-8 state) with the smallest count.
     for (const Bounded& b : bounded_) {
-      for (int64_t n = 0; n < b.nodes; ++n) {
+      const int64_t keys = b.nodes * kUtf8DfaStates;
+      for (int64_t k = 0; k < keys; ++k) {
         int64_t rep = -1;
-        for (int64_t c = 0; c * b.nodes + n < static_cast<int64_t>(b.free.size()); ++c) {
-          const int s = b.free[c * b.nodes + n];
+        for (int64_t c = 0; c * keys + k < static_cast<int64_t>(b.free.size()); ++c) {
+          const int s = b.free[c * keys + k];
           if (s < 0 || map[s] < 0) continue;
           if (rep < 0) {
             rep = c;
             continue;
           }
           out.twins_[static_cast<uint32_t>(map[s])] =
-              NfaGrammar::MaskTwin{static_cast<uint32_t>(map[b.free[rep * b.nodes + n]]),
+              NfaGrammar::MaskTwin{static_cast<uint32_t>(map[b.free[rep * keys + k]]),
                                    b.max_chars - c, b.max_chars - rep};
         }
       }
@@ -343,7 +353,8 @@ class NfaBuilder {
   const Grammar& g_;
   const CompileLimits& limits_;
   std::vector<TState> ts_;
-  // The current rule's bounded texts: free[count * nodes + node] (ts_ ids, -1 for match nodes).
+  // The current rule's bounded texts: free[(count * nodes + node) * kUtf8DfaStates + utf8 state]
+  // (ts_ ids, -1 where none was reached).
   struct Bounded {
     std::vector<int> free;
     int64_t nodes, max_chars;

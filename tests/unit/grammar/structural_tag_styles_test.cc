@@ -202,6 +202,9 @@ TEST(grammar_structural_tag_styles, AnyTextMaxChars) {
   EXPECT_TRUE(matches(top, ""));
   EXPECT_TRUE(matches(top, "a\xC3\xA9z"));
   EXPECT_FALSE(matches(top, "abcd"));
+  // Well-formed UTF-8 only: stray continuation bytes would be characters the count misses.
+  EXPECT_FALSE(matches(top, "a\x80\x80\x80\x80"));
+  EXPECT_FALSE(matches(top, "\xC3"));
   // In a tag: the end is not counted, an end string spans the limit, excludes hold.
   auto tag = compile(R"({"format": {"type": "tag", "begin": "<t>", "end": "</t>", "content":
       {"type": "any_text", "excludes": ["xy"], "max_chars": 4}}})");
