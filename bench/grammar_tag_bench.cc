@@ -86,6 +86,14 @@ int main(int argc, char** argv) {
       "\xEF\xBD\x9C"
       "DSML"
       "\xEF\xBD\x9C";
+  // grammar10: the deepseek_xml style inside the V4 invoke tag, and a bounded reasoning block.
+  const std::string ds_tag = std::string(R"({"type": "structural_tag", "format": {"type": "tag",
+      "begin": "<｜DSML｜invoke name=\"get_weather\">\n", "end": "</｜DSML｜invoke>", "content":
+      {"type": "json_schema", "style": "deepseek_xml", "json_schema": )") +
+                             kSchemaW + "}}}";
+  const std::string think = R"({"type": "structural_tag", "format": {"type": "sequence",
+      "elements": [{"type": "tag", "begin": "<think>", "end": "</think>", "content": {"type":
+      "any_text", "max_chars": 4096}}, {"type": "const_string", "value": "ok"}]}})";
   struct Case {
     const char* name;
     std::string text;
@@ -106,6 +114,16 @@ int main(int argc, char** argv) {
        [&](grammar::GrammarCompiler& c) {
          return c.compile_keyed("bench", [&] { return api::tool_call_grammar(spec); });
        }},
+      {"deepseek_xml in a DSML invoke tag (1 tool, 3 parameters)",
+       "<" + d + "invoke name=\"get_weather\">\n<" + d +
+           "parameter name=\"city\" string=\"false\">\"Paris\"</" + d + "parameter>\n<" + d +
+           "parameter name=\"unit\" string=\"true\">c</" + d + "parameter>\n<" + d +
+           "parameter name=\"days\" string=\"false\">3</" + d + "parameter>\n</" + d + "invoke>",
+       [&](grammar::GrammarCompiler& c) { return c.compile_structural_tag(ds_tag); }},
+      {"any_text max_chars 4096 in <think> (then \"ok\")",
+       "<think>The user wants the weather in Paris for three days; I should call the tool with "
+       "the city and the number of days, then summarise the forecast briefly.</think>ok",
+       [&](grammar::GrammarCompiler& c) { return c.compile_structural_tag(think); }},
   };
   std::printf("| grammar | masks | compile ms | cold p50 / p99 / max us | warm p50 / max us |\n");
   std::printf("|---|---:|---:|---:|---:|\n");

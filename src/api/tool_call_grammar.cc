@@ -185,22 +185,21 @@ class Builder {
     prefix += '_';
     const ExprId json = g_.ref(g_.import(*value, prefix));
     std::vector<ExprId> forms{g_.seq({g_.literal("false\">"), json})};
-    if (plain_string(sub)) {
+    // string="true": raw text, as the V4.1 prompt asks for string parameters (also a string
+    // enum's values, as the structural tags' deepseek_xml writes them), never with U+FF5C.
+    if (grammar::plain_string_schema(sub)) {
       grammar::CharClass not_bar;
       not_bar.add(0xFF5C, 0xFF5C);
       forms.push_back(
           g_.seq({g_.literal("true\">"), g_.star(grammar::utf8_class(g_, not_bar.negated()))}));
+    } else if (auto vals = grammar::string_enum_values(sub)) {
+      std::vector<ExprId> raw;
+      for (const std::string& v : *vals)
+        if (v.find(kDsml.substr(0, 3)) == std::string::npos) raw.push_back(g_.literal(v));
+      if (!raw.empty()) forms.push_back(g_.seq({g_.literal("true\">"), g_.alt(std::move(raw))}));
     }
     return g_.seq({open(" parameter name=\""), g_.literal(key), g_.literal("\" string=\""),
                    g_.alt(std::move(forms)), close(" parameter>")});
-  }
-
-  // {"type": "string"} with annotations only: every string is valid, so raw text is too.
-  static bool plain_string(const OJson& s) {
-    if (!s.is_object() || s.value("type", OJson()) != "string") return false;
-    for (const auto& [k, v] : s.items())
-      if (k != "type" && !annotation(k)) return false;
-    return true;
   }
 
   grammar::JsonSchemaOptions opts_;

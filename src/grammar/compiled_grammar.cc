@@ -42,11 +42,36 @@ Expected<std::shared_ptr<const CompiledGrammar>> CompiledGrammar::create(
   return std::shared_ptr<const CompiledGrammar>(std::move(cg));
 }
 
+// The most code points any token of the vocabulary starts (bytes outside 80-BF): the trie's
+// count saturates at 255, so past that the tokens are counted.
+int64_t CompiledGrammar::longest_token_chars() const {
+  if (longest_token_chars_ < 0) {
+    int64_t most = trie_->subtree_max_chars(0);
+    if (most >= 255) {
+      for (size_t id = 0; id < trie_->vocab_size(); ++id) {
+        const std::string& b = trie_->token_bytes(static_cast<int32_t>(id));
+        most = std::max<int64_t>(most, std::count_if(b.begin(), b.end(), [](char c) {
+                                   return (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+                                 }));
+      }
+    }
+    longest_token_chars_ = most;
+  }
+  return longest_token_chars_;
+}
+
 const StateMask& CompiledGrammar::state_mask(uint32_t q) const {
   std::string key;
+  const NfaGrammar::MaskTwin* twin = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (cache_[q]) return *cache_[q];
+    // A bounded-text state far from its bound takes its twin's mask (nfa.h MaskTwin): any
+    // token fits both budgets, so both accept the same tokens.
+    if (const NfaGrammar::MaskTwin* t = nfa_->mask_twin(q)) {
+      const int64_t need = longest_token_chars();
+      if (t->budget >= need && t->twin_budget >= need) twin = t;
+    }
     if (store_) {
       RuleId r = nfa_->states()[q].rule;
       if (!rule_key_[r]) {
@@ -57,6 +82,7 @@ const StateMask& CompiledGrammar::state_mask(uint32_t q) const {
         key = std::to_string(*rule_key_[r]) + '#' + std::to_string(q - nfa_->rule_start(r));
     }
   }
+  if (twin) return state_mask(twin->twin);
   const bool shared = !key.empty();
   std::shared_ptr<const StateMask> m = shared ? store_->find(key) : nullptr;
   if (!m) {

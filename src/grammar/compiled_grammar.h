@@ -50,6 +50,8 @@ class CompiledGrammar {
  private:
   // Canonical text of the sub-grammar reachable from rule r.
   std::string canonical(RuleId r) const;
+  // Code points of the vocabulary's longest token (computed on first use, under mu_).
+  int64_t longest_token_chars() const;
 
   std::shared_ptr<const NfaGrammar> nfa_;
   std::shared_ptr<const TokenTrie> trie_;
@@ -57,6 +59,7 @@ class CompiledGrammar {
   std::shared_ptr<MaskStore> store_;
   mutable std::vector<std::shared_ptr<const StateMask>> cache_;
   mutable std::vector<std::optional<uint64_t>> rule_key_;  // interned canonical(r), lazily
+  mutable int64_t longest_token_chars_ = -1;
 };
 
 }  // namespace di::grammar

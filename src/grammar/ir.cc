@@ -196,6 +196,7 @@ void print_expr(const Grammar& g, ExprId id, std::string& out) {
         out += "(\"" + td.triggers[i] + "\", " + g.rules()[td.rules[i]].name + "), ";
       out += std::string("loop_after_dispatch=") + (td.loop ? "true" : "false");
       if (!td.stop_eos) out += ", stop_eos=false";
+      if (td.max_chars >= 0) out += ", max_chars=" + std::to_string(td.max_chars);
       for (const auto* list : {&td.stops, &td.excludes}) {
         if (list->empty()) continue;
         out += list == &td.stops ? ", stop_str=(" : ", excludes=(";

@@ -48,6 +48,9 @@ struct TagDispatchSpec {
   std::vector<std::string> stops;     // xgrammar's stop_str: non-empty strings
   std::vector<std::string> excludes;  // non-empty strings the free text may not contain
   bool stop_eos = true;               // the free text may end anywhere (xgrammar's stop_eos)
+  // Without triggers: at most this many code points of free text (-1: no bound), the stop
+  // string excluded (structural tags' any_text max_chars).
+  int64_t max_chars = -1;
 };
 
 struct Expr {

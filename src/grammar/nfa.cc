@@ -8,6 +8,8 @@
 #include <stdexcept>
 
 #include "grammar/aho_corasick.h"
+#include "grammar/nfa_passes.h"
+#include "grammar/utf8.h"
 
 namespace di::grammar {
 
@@ -44,8 +46,8 @@ class NfaBuilder {
     }
     for (size_t r = 0; r < rules.size(); ++r) build_rule(static_cast<RuleId>(r), out);
     out.excluded_tokens_ = std::move(excluded_);
-    prune_dead_ends(out);
-    compute_nullable(out);
+    NfaPasses::prune_dead_ends(out);
+    NfaPasses::compute_nullable(out);
   }
 
  private:
@@ -132,6 +134,7 @@ class NfaBuilder {
   // restarts at the root (or the expression ends, after a stop string if any); a stop string
   // ends it; an exclude has no edge. Free states loop inside this rule: one item per byte.
   int build_tag_dispatch(const TagDispatchSpec& td, int from) {
+    if (td.max_chars >= 0) return build_bounded_text(td, from);
     std::vector<std::string> strings = td.triggers;
     strings.insert(strings.end(), td.stops.begin(), td.stops.end());
     strings.insert(strings.end(), td.excludes.begin(), td.excludes.end());
@@ -189,6 +192,68 @@ class NfaBuilder {
         for (auto& [target, set] : by_target) ts_[s].bytes.emplace_back(set, target);
       }
     }
+    return end;
+  }
+
+  // Free text of at most max_chars code points (no triggers), well-formed UTF-8 (else stray
+  // continuation bytes would be free characters): one state per (count, automaton node, UTF-8
+  // state), built from (0, root, between characters) outwards. The count runs to max_chars
+  // plus the longest stop string's code points, since a stop string's own characters are read
+  // before it is known to be one; a stop string completed at count c ends the text when c minus
+  // its code points is within the bound. An exclude, or a byte UTF-8 refuses, has no edge.
+  int build_bounded_text(const TagDispatchSpec& td, int from) {
+    if (!td.triggers.empty())
+      throw BuildError(StatusCode::kInvalidArgument, "TagDispatch: max_chars with triggers");
+    std::vector<std::string> strings = td.stops;
+    strings.insert(strings.end(), td.excludes.begin(), td.excludes.end());
+    if (std::any_of(strings.begin(), strings.end(), [](auto& x) { return x.empty(); }))
+      throw BuildError(StatusCode::kInvalidArgument, "TagDispatch: an empty string");
+    std::vector<int64_t> cps;
+    int64_t extra = 0;
+    for (const std::string& stop : td.stops) {
+      cps.push_back(std::count_if(stop.begin(), stop.end(),
+                                  [](char c) { return (static_cast<uint8_t>(c) & 0xC0) != 0x80; }));
+      extra = std::max(extra, cps.back());
+    }
+    const AhoCorasick ac(strings);
+    const int64_t limit = td.max_chars + extra, nodes = ac.num_nodes();
+    if ((limit + 1) * nodes > static_cast<int64_t>(limits_.max_states))
+      throw BuildError(StatusCode::kResourceExhausted, "grammar too large (NFA state limit)");
+    const int end = new_state();
+    Bounded b{std::vector<int>(static_cast<size_t>((limit + 1) * nodes * kUtf8DfaStates), -1),
+              nodes, td.max_chars};
+    std::vector<int64_t> todo;  // indices into b.free: (c * nodes + n) * kUtf8DfaStates + u
+    auto state_of = [&](int64_t c, int64_t n, int u) {
+      const int64_t i = (c * nodes + n) * kUtf8DfaStates + u;
+      if (b.free[i] < 0) b.free[i] = new_state(), todo.push_back(i);
+      return b.free[i];
+    };
+    const int first = state_of(0, 0, 0);  // (new_state may move ts_: not inside ts_[from])
+    ts_[from].eps.push_back(first);
+    const auto n_stop = static_cast<int32_t>(td.stops.size());
+    while (!todo.empty()) {
+      const int64_t i = todo.back();
+      todo.pop_back();
+      const int64_t c = i / kUtf8DfaStates / nodes, n = i / kUtf8DfaStates % nodes;
+      const int u = static_cast<int>(i % kUtf8DfaStates), s = b.free[i];
+      if (td.stop_eos && c <= td.max_chars && u == 0) ts_[s].eps.push_back(end);
+      std::map<int, ByteSet> by_target;
+      for (int byte = 0; byte < 256; ++byte) {
+        const int u2 = utf8_dfa_step(u, static_cast<uint8_t>(byte));
+        if (u2 < 0) continue;
+        const uint32_t m = ac.next(static_cast<uint32_t>(n), static_cast<uint8_t>(byte));
+        const int64_t c2 = c + (u == 0 ? 1 : 0);
+        const int32_t t = ac.match(m);
+        int target = -1;
+        if (t >= 0 && t < n_stop && u2 == 0 && c2 - cps[t] <= td.max_chars)
+          target = end;
+        else if (t < 0 && c2 <= limit)
+          target = state_of(c2, m, u2);
+        if (target >= 0) by_target[target].set(static_cast<uint8_t>(byte));
+      }
+      for (auto& [target, set] : by_target) ts_[s].bytes.emplace_back(set, target);
+    }
+    bounded_.push_back(std::move(b));
     return end;
   }
 
@@ -253,6 +318,26 @@ class NfaBuilder {
       out.states_.push_back(st);
     }
     out.rule_start_.push_back(static_cast<uint32_t>(map[start]));
+    // Bounded texts: each reachable (count, node, UTF-8 state) state's twin is the reachable
+    // state of its (node, UTF-8 state) with the smallest count.
+    for (const Bounded& b : bounded_) {
+      const int64_t keys = b.nodes * kUtf8DfaStates;
+      for (int64_t k = 0; k < keys; ++k) {
+        int64_t rep = -1;
+        for (int64_t c = 0; c * keys + k < static_cast<int64_t>(b.free.size()); ++c) {
+          const int s = b.free[c * keys + k];
+          if (s < 0 || map[s] < 0) continue;
+          if (rep < 0) {
+            rep = c;
+            continue;
+          }
+          out.twins_[static_cast<uint32_t>(map[s])] =
+              NfaGrammar::MaskTwin{static_cast<uint32_t>(map[b.free[rep * keys + k]]),
+                                   b.max_chars - c, b.max_chars - rep};
+        }
+      }
+    }
+    bounded_.clear();
   }
 
   static void add_byte_edge(NfaGrammar& out, uint32_t begin, const ByteSet& set, uint32_t target) {
@@ -265,120 +350,16 @@ class NfaBuilder {
     out.byte_edges_.push_back(ByteEdge{set, target});
   }
 
-  // Drops every edge into a state from which no final state can be reached (a call counts only
-  // if the callee can complete), so no byte or token leads into a branch that can never finish
-  // (`"a" []`, an impossible JSON member, a structural-tag trigger with an empty content):
-  // masks stay exact there. Productive = final, or an edge to a productive target (through a
-  // productive callee): a least fixed point. Passes visit callees before callers (call-graph
-  // post-order) and each rule's states backwards (they are numbered from its start), so a
-  // grammar settles in a pass or two plus one per level of recursion. Grammars without a dead
-  // state, nearly all, are left untouched.
-  static void prune_dead_ends(NfaGrammar& out) {
-    const size_t n = out.states_.size(), nr = out.rule_start_.size();
-    auto rule_end = [&](size_t r) {
-      return r + 1 < nr ? out.rule_start_[r + 1] : static_cast<uint32_t>(n);
-    };
-    std::vector<uint32_t> order;  // rules, callees first
-    std::vector<uint8_t> seen(nr, 0);
-    struct Frame {
-      uint32_t rule, state, edge;  // the next call edge to follow
-    };
-    std::vector<Frame> stack;
-    auto enter = [&](uint32_t r) {
-      seen[r] = 1;
-      stack.push_back(Frame{r, out.rule_start_[r], out.states_[out.rule_start_[r]].ref_begin});
-    };
-    for (uint32_t r0 = 0; r0 < nr; ++r0) {
-      if (!seen[r0]) enter(r0);
-      while (!stack.empty()) {
-        Frame& f = stack.back();
-        if (f.state >= rule_end(f.rule)) {
-          order.push_back(f.rule);
-          stack.pop_back();
-        } else if (f.edge >= out.states_[f.state].ref_end) {
-          if (++f.state < rule_end(f.rule)) f.edge = out.states_[f.state].ref_begin;
-        } else if (const RuleId c = out.ref_edges_[f.edge++].rule; !seen[c]) {
-          enter(static_cast<uint32_t>(c));  // f is not used after this
-        }
-      }
-    }
-    std::vector<uint8_t> live(n, 0);
-    auto rule_live = [&](RuleId r) { return live[out.rule_start_[r]] != 0; };
-    size_t num_live = 0;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (uint32_t r : order) {
-        for (uint32_t i = rule_end(r); i-- > out.rule_start_[r];) {
-          if (live[i]) continue;
-          const NfaState& st = out.states_[i];
-          bool ok = st.final;
-          for (uint32_t e = st.byte_begin; e < st.byte_end && !ok; ++e)
-            ok = live[out.byte_edges_[e].target];
-          for (uint32_t e = st.token_begin; e < st.token_end && !ok; ++e)
-            ok = live[out.token_edges_[e].target];
-          for (uint32_t e = st.ref_begin; e < st.ref_end && !ok; ++e)
-            ok = live[out.ref_edges_[e].target] && rule_live(out.ref_edges_[e].rule);
-          if (ok) live[i] = 1, changed = true, ++num_live;
-        }
-      }
-    }
-    if (num_live == n) return;
-    std::vector<ByteEdge> bytes;
-    std::vector<RefEdge> refs;
-    std::vector<TokenEdge> tokens;
-    for (NfaState& st : out.states_) {
-      const uint32_t b0 = static_cast<uint32_t>(bytes.size()),
-                     r0 = static_cast<uint32_t>(refs.size()),
-                     t0 = static_cast<uint32_t>(tokens.size());
-      for (uint32_t e = st.byte_begin; e < st.byte_end; ++e)
-        if (live[out.byte_edges_[e].target]) bytes.push_back(out.byte_edges_[e]);
-      for (uint32_t e = st.ref_begin; e < st.ref_end; ++e)
-        if (live[out.ref_edges_[e].target] && rule_live(out.ref_edges_[e].rule))
-          refs.push_back(out.ref_edges_[e]);
-      for (uint32_t e = st.token_begin; e < st.token_end; ++e)
-        if (live[out.token_edges_[e].target]) tokens.push_back(out.token_edges_[e]);
-      st.byte_begin = b0, st.byte_end = static_cast<uint32_t>(bytes.size());
-      st.ref_begin = r0, st.ref_end = static_cast<uint32_t>(refs.size());
-      st.token_begin = t0, st.token_end = static_cast<uint32_t>(tokens.size());
-    }
-    out.byte_edges_.swap(bytes);
-    out.ref_edges_.swap(refs);
-    out.token_edges_.swap(tokens);
-  }
-
-  // A rule is nullable when its final state is reachable from its start through nullable calls.
-  static void compute_nullable(NfaGrammar& out) {
-    size_t nr = out.rule_start_.size();
-    out.nullable_.assign(nr, false);
-    std::vector<uint32_t> stack;
-    std::vector<uint8_t> seen(out.states_.size(), 0);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t r = 0; r < nr; ++r) {
-        if (out.nullable_[r]) continue;
-        stack.assign(1, out.rule_start_[r]);
-        std::vector<uint32_t> touched;
-        bool found = false;
-        while (!stack.empty() && !found) {
-          uint32_t s = stack.back();
-          stack.pop_back();
-          if (seen[s]) continue;
-          seen[s] = 1;
-          touched.push_back(s);
-          const NfaState& st = out.states_[s];
-          if (st.final) found = true;
-          for (uint32_t k = st.ref_begin; k < st.ref_end; ++k)
-            if (out.nullable_[out.ref_edges_[k].rule]) stack.push_back(out.ref_edges_[k].target);
-        }
-        for (uint32_t s : touched) seen[s] = 0;
-        if (found) out.nullable_[r] = true, changed = true;
-      }
-    }
-  }
-
   const Grammar& g_;
   const CompileLimits& limits_;
   std::vector<TState> ts_;
+  // The current rule's bounded texts: free[(count * nodes + node) * kUtf8DfaStates + utf8 state]
+  // (ts_ ids, -1 where none was reached).
+  struct Bounded {
+    std::vector<int> free;
+    int64_t nodes, max_chars;
+  };
+  std::vector<Bounded> bounded_;
   std::vector<int32_t> excluded_;  // negated token edges' sets, moved into the NfaGrammar
   size_t total_ = 0;
 };

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/byte_set.h"
@@ -79,8 +80,24 @@ class NfaGrammar {
   const std::string& rule_name(RuleId r) const { return rule_names_[r]; }
   size_t num_rules() const { return rule_start_.size(); }
 
+  // Bounded free text (TagDispatch max_chars, nfa.cc build_bounded_text) has one state per
+  // (automaton node, count); a state far from the bound accepts the same tokens as its node's
+  // state of the smallest count (its twin): both may read any token whole. `budget`: code
+  // points the state may still read before the bound (the twin's: twin_budget). The compiled
+  // grammar shares their masks when both budgets cover the vocabulary's longest token.
+  struct MaskTwin {
+    uint32_t twin;
+    int64_t budget, twin_budget;
+  };
+  const MaskTwin* mask_twin(uint32_t q) const {
+    auto it = twins_.find(q);
+    return it == twins_.end() ? nullptr : &it->second;
+  }
+  bool has_mask_twins() const { return !twins_.empty(); }
+
  private:
   friend class NfaBuilder;
+  friend struct NfaPasses;
   std::vector<NfaState> states_;
   std::vector<ByteEdge> byte_edges_;
   std::vector<RefEdge> ref_edges_;
@@ -90,6 +107,7 @@ class NfaGrammar {
   std::vector<bool> nullable_;
   std::vector<std::string> rule_names_;
   RuleId root_ = -1;
+  std::unordered_map<uint32_t, MaskTwin> twins_;
 };
 
 }  // namespace di::grammar

@@ -138,4 +138,33 @@ ExprId utf8_class(Grammar& g, CharClass cls) {
   return g.alt(std::move(alts));
 }
 
+int utf8_dfa_step(int u, uint8_t b) {
+  const bool cont = b >= 0x80 && b <= 0xBF;
+  switch (u) {
+    case 0:
+      if (b < 0x80) return 0;
+      if (b >= 0xC2 && b <= 0xDF) return 1;
+      if (b == 0xE0) return 2;
+      if (b == 0xED) return 4;
+      if (b >= 0xE1 && b <= 0xEF) return 3;
+      if (b == 0xF0) return 5;
+      if (b >= 0xF1 && b <= 0xF3) return 6;
+      return b == 0xF4 ? 7 : -1;
+    case 1:
+      return cont ? 0 : -1;
+    case 2:
+      return b >= 0xA0 && b <= 0xBF ? 1 : -1;
+    case 3:
+      return cont ? 1 : -1;
+    case 4:
+      return b >= 0x80 && b <= 0x9F ? 1 : -1;
+    case 5:
+      return b >= 0x90 && b <= 0xBF ? 3 : -1;
+    case 6:
+      return cont ? 3 : -1;
+    default:
+      return b >= 0x80 && b <= 0x8F ? 3 : -1;
+  }
+}
+
 }  // namespace di::grammar

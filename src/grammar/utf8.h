@@ -34,6 +34,12 @@ class CharClass {
 // (surrogates are never matched: they are not valid UTF-8).
 ExprId utf8_class(Grammar& g, CharClass cls);
 
+// Well-formed UTF-8 as a byte DFA: 0 between characters; 1 one continuation byte left; 2
+// (after E0: A0-BF), 3 (two left), 4 (after ED: 80-9F), 5 (after F0: 90-BF), 6 (three left), 7
+// (after F4: 80-8F). Returns the next state, -1 for a byte UTF-8 refuses there.
+inline constexpr int kUtf8DfaStates = 8;
+int utf8_dfa_step(int state, uint8_t b);
+
 // Appends the UTF-8 encoding of `cp` to `out`.
 void append_utf8(uint32_t cp, std::string& out);
 

@@ -5,7 +5,8 @@
 # from the DSML block by the response parser) whose arguments validate against the tool's
 # schema with ajv, also in thinking mode; with parallel_tool_calls false, "required" gives
 # exactly one call and "auto" at most one; a triggered structural tag must put a valid JSON
-# structure after its trigger. Bad tool_choice values and unsupported tags are 400s.
+# structure after its trigger; a deepseek_xml structural tag gives calls that validate, a
+# max_chars tag stays within its bound. Bad tool_choice values and unsupported tags are 400s.
 set -uo pipefail
 bin=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -82,6 +83,24 @@ for seed in range(1, 3):
                           "response_format": rx}})
 chat("autojson:1", {"seed": 1, "max_tokens": 60, "tool_choice": "auto",
                     "parallel_tool_calls": False, "response_format": {"type": "json_object"}})
+# grammar10: the deepseek_xml style inside the V4.1 DSML block (the reply's tool calls are parsed
+# by the response parser and validated), and a bounded reasoning tag (any_text max_chars).
+dsx = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
+       {"type": "const_string", "value": "<\uff5cDSML\uff5c calls>\n"},
+       {"type": "tag", "begin": "<\uff5cDSML\uff5c invoke name=\"get_weather\">\n",
+        "end": "</\uff5cDSML\uff5c invoke>", "content": {"type": "json_schema",
+        "style": "deepseek_xml", "json_schema": tools[0]["function"]["parameters"]}},
+       {"type": "const_string", "value": "\n</\uff5cDSML\uff5c calls>"}]}}
+for seed in range(1, 4):
+    chat("dsx:%d" % seed, {"seed": seed, "response_format": dsx})
+mc = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
+      {"type": "tag", "begin": "<think>", "end": "</think>",
+       "content": {"type": "any_text", "excludes": ["</think>"], "max_chars": 20}},
+      {"type": "const_string", "value": "ok"}]}}
+for seed in range(1, 3):
+    rows.append({"custom_id": "mc:%d" % seed, "method": "POST", "url": "/v1/completions",
+                 "body": {"prompt": "x", "seed": seed, "temperature": 1.0, "max_tokens": 100,
+                          "response_format": mc}})
 def bad(cid, body, url="/v1/chat/completions"):
     rows.append({"custom_id": "bad:" + cid, "method": "POST", "url": url, "body": body})
 msgs = [{"role": "user", "content": "x"}]
@@ -94,6 +113,9 @@ bad("schema", {"messages": msgs, "tool_choice": "required", "tools": [{"type": "
     "function": {"name": "f", "parameters": {"oneOf": [{"type": "object"}]}}}]})
 bad("format", {"prompt": "x", "response_format": {"type": "structural_tag",
     "format": {"type": "dispatch", "rules": []}}}, url="/v1/completions")
+bad("maxtokens", {"prompt": "x", "response_format": {"type": "structural_tag", "format": {
+    "type": "tag", "begin": "<a>", "end": "</a>", "content": {"type": "any_text",
+    "max_tokens": 5}}}}, url="/v1/completions")
 with open(sys.argv[1], "w") as f:
     for r in rows: f.write(json.dumps(r) + "\n")
 with open(sys.argv[1] + ".tools", "w") as f: json.dump(tools, f)
@@ -120,7 +142,8 @@ for (const line of fs.readFileSync(process.argv[2], "utf8").split("\n")) {
                   value: "'always' is not one of none, auto, required",
                   schema: "parameters keyword 'oneOf'",
                   parallel: "body.parallel_tool_calls: must be a boolean",
-                  format: "format.rules: must be a non-empty array"}[arg];
+                  format: "format.rules: must be a non-empty array",
+                  maxtokens: "format.content.max_tokens: cannot be enforced"}[arg];
     if (!resp || resp.status_code !== 400 || !msg.includes(want)) bad(id, `want a 400 naming '${want}', got ${line}`);
     else checked++;
     continue;
@@ -130,6 +153,13 @@ for (const line of fs.readFileSync(process.argv[2], "utf8").split("\n")) {
   if (kind === "rx") {
     if (!/^<r>[0-9]{2,3}<\/r>a*b$/.test(ch.text) || ch.finish_reason !== "stop")
       bad(id, `bad regex/grammar tag output (${ch.finish_reason}): ${JSON.stringify(ch.text)}`);
+    else checked++;
+    continue;
+  }
+  if (kind === "mc") {
+    const m = /^<think>([\s\S]*)<\/think>ok$/.exec(ch.text);
+    if (!m || [...m[1]].length > 20 || m[1].includes("</think>") || ch.finish_reason !== "stop")
+      bad(id, `bad bounded text (${ch.finish_reason}): ${JSON.stringify(ch.text)}`);
     else checked++;
     continue;
   }
@@ -166,7 +196,7 @@ for (const line of fs.readFileSync(process.argv[2], "utf8").split("\n")) {
   if (!ok) bad(id, `tool calls do not validate (${ch.finish_reason}): ${JSON.stringify(msg)} ${JSON.stringify(ajv.errors)}`);
   else checked++;
 }
-if (checked < 26) bad("count", `only ${checked} results checked`);
+if (checked < 32) bad("count", `only ${checked} results checked`);
 console.log(fail ? "tool_choice: FAILED" : `ok   tool_choice and structural tags: ${checked} results, ${calls} tool calls validate`);
 process.exit(fail);
 JS

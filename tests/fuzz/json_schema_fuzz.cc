@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Any schema text (valid JSON or not) must convert or fail with a Status, as JSON and as Qwen's
-// XML parameters (structural tags' qwen_xml_parameter), keys in any order and in schema order.
+// Any schema text (valid JSON or not) must convert or fail with a Status, as JSON and as XML
+// parameters in each style (structural tags' qwen/minimax/glm/deepseek_xml), keys in any order
+// and in schema order.
 #include <cstdint>
 #include <string_view>
 
@@ -15,8 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     o.lenient = mode & 1;
     if (mode & 2) o.any_order_max_properties = 0;
     auto g = di::grammar::json_schema_to_grammar(text, o);
-    if (mode == 0 && !schema.is_discarded()) {
-      auto q = di::grammar::json_schema_to_qwen_xml_grammar(schema, o);
+    if (!schema.is_discarded()) {
+      // One XML style per mode (qwen, minimax, glm, deepseek).
+      const auto style = static_cast<di::grammar::XmlStyle>(mode);
+      auto q = di::grammar::json_schema_to_xml_parameters_grammar(schema, style, o);
       if (q) (void)di::grammar::NfaGrammar::build(*q, {.max_states = 100'000});
     }
     if (!g) continue;

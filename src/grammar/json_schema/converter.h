@@ -76,8 +76,8 @@ class SchemaConverter {
   ExprId braces(ExprId members) {
     return g_.seq({g_.literal("{"), ws(), members, ws(), g_.literal("}")});
   }
-  // --- qwen_xml.cc: the structural tag format qwen_xml_parameter (schema_converter.h).
-  Grammar qwen_xml_grammar();
+  // --- xml_parameters.cc: the structural tags' XML json_schema styles (schema_converter.h).
+  Grammar xml_parameters_grammar(XmlStyle style);
   ExprId array_expr(const json& s, const std::string& path, int depth);
   ExprId literal_value(const json& v);
   ExprId pattern_members(const json& pp,

@@ -10,7 +10,10 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "grammar/ir.h"
 #include "util/status.h"
@@ -31,10 +34,21 @@ Expected<Grammar> json_schema_to_grammar(const nlohmann::ordered_json& schema,
 Expected<Grammar> json_schema_to_grammar(std::string_view schema_text,
                                          const JsonSchemaOptions& opts = {});
 
-// A tool's arguments in Qwen's XML parameter style (structural tags' `qwen_xml_parameter`;
-// json_schema/qwen_xml.cc): `<parameter=KEY>VALUE</parameter>` per property of an object schema.
-Expected<Grammar> json_schema_to_qwen_xml_grammar(const nlohmann::ordered_json& schema,
-                                                  const JsonSchemaOptions& opts = {});
+// A tool's arguments as XML parameters, one per property of an object schema (structural tags'
+// `json_schema` styles; json_schema/xml_parameters.cc): qwen_xml
+// `<parameter=KEY>VALUE</parameter>`, minimax_xml `<parameter name="KEY">`, glm_xml
+// `<arg_key>KEY</arg_key><arg_value>`, deepseek_xml `<｜DSML｜parameter name="KEY"
+// string="true|false">`.
+enum class XmlStyle { kQwen, kMiniMax, kGlm, kDeepSeek };
+Expected<Grammar> json_schema_to_xml_parameters_grammar(const nlohmann::ordered_json& schema,
+                                                        XmlStyle style,
+                                                        const JsonSchemaOptions& opts = {});
+
+// {"type": "string"} with annotations only: every string is valid, so raw text is too.
+bool plain_string_schema(const nlohmann::ordered_json& schema);
+// A string enum/const and nothing else that validates: its values (written raw by the XML styles
+// and DSML's string="true"); nullopt otherwise.
+std::optional<std::vector<std::string>> string_enum_values(const nlohmann::ordered_json& schema);
 
 // Any JSON value (response_format json_object).
 Grammar any_json_grammar(const JsonSchemaOptions& opts = {});

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "grammar/ir.h"
 #include "grammar/vocabulary.h"
@@ -27,6 +28,24 @@ Expected<ExprId> ebnf_leaf(Grammar& g,
                            const std::string& text,
                            const TokenTrie* vocab,
                            const std::string& prefix);
+
+// Counts the grammar unrolls (any_tokens' max_tokens): one NFA state per step.
+inline constexpr int64_t kMaxUnrolled = 10000;
+// States any_text's max_chars may build (leaf_formats.cc any_text_leaf).
+inline constexpr int64_t kMaxBoundedTextStates = int64_t{1} << 17;
+
+// any_text at `path`: free text in which no exclude occurs, closed by the first of `ends` (none:
+// it runs to the end of the text). max_chars (-1: none) bounds it in code points, the end
+// excluded: one state per (count, automaton node), so the product is bounded and a larger one
+// is a 400 naming the field. max_tokens (-1: none) counts tokens, which a byte grammar can only
+// do where the text is whole tokens: when it runs to the end of the text with no excludes and
+// no max_chars (then any text tokens, at most that many); elsewhere a 400 naming the field.
+Expected<ExprId> any_text_leaf(Grammar& g,
+                               const std::vector<std::string>& ends,
+                               std::vector<std::string> excludes,
+                               int64_t max_chars,
+                               int64_t max_tokens,
+                               const std::string& path);
 
 // A token given as an id (a JSON integer) or as its exact text (a JSON string).
 Expected<int32_t> token_leaf_id(const nlohmann::ordered_json& token, const TokenTrie* vocab);

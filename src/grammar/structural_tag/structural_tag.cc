@@ -72,22 +72,13 @@ class Builder {
     return alts.size() == 1 ? alts[0] : g_.alt(std::move(alts));
   }
 
-  ExprId schema(const OJson& s, const std::string& path, bool qwen_xml = false) {
+  // `xml`: one of the XML parameter styles (json_schema/xml_parameters.cc); none: JSON.
+  ExprId schema(const OJson& s, const std::string& path, std::optional<XmlStyle> xml = {}) {
     if (!s.is_object() && !s.is_boolean()) fail(path, "must be a JSON Schema (object)");
-    auto sub =
-        qwen_xml ? json_schema_to_qwen_xml_grammar(s, opts_) : json_schema_to_grammar(s, opts_);
+    auto sub = xml ? json_schema_to_xml_parameters_grammar(s, *xml, opts_)
+                   : json_schema_to_grammar(s, opts_);
     if (!sub) fail(path, sub.status().message());
     return g_.ref(g_.import(*sub, "s" + std::to_string(imports_++) + "_"));
-  }
-
-  // Free text watched for `excludes`, closed by one of `ends` (or running to the end).
-  ExprId free_text(const Ends& ends, std::vector<std::string> excludes) {
-    TagDispatchSpec spec;
-    spec.loop = false;
-    spec.stops = ends;
-    spec.excludes = std::move(excludes);
-    spec.stop_eos = ends.empty();
-    return g_.tag_dispatch(std::move(spec));
   }
 
   Lowered format(const OJson& f, const std::string& path, const Ends& ends) {
@@ -102,13 +93,17 @@ class Builder {
     if (type == "const_string") return {g_.literal(str(f, "value", path)), false};
     if (type == "json_schema" || type == "qwen_xml_parameter") {
       if (!f.contains("json_schema")) fail(path + ".json_schema", "is missing");
-      const std::string style = f.contains("style") ? str(f, "style", path) : "json";
-      if (style != "json" && style != "qwen_xml")
-        fail(path + ".style", "'" + style + "' is not supported (json, qwen_xml)");
-      const bool qwen = type == "qwen_xml_parameter" || style == "qwen_xml";
-      return {schema(f["json_schema"], path + ".json_schema", qwen), false};
+      const std::string style = type == "qwen_xml_parameter" ? "qwen_xml"
+                                : f.contains("style")        ? str(f, "style", path)
+                                                             : "json";
+      return {schema(f["json_schema"], path + ".json_schema", xml_style(style, path)), false};
     }
-    if (type == "any_text") return {free_text(ends, strings(f, "excludes", path)), true};
+    if (type == "any_text") {
+      auto e = any_text_leaf(g_, ends, strings(f, "excludes", path), bound(f, "max_chars", path),
+                             bound(f, "max_tokens", path), path);
+      if (!e) throw TagError(e.status().message());
+      return {*e, true};
+    }
     if (type == "regex" || type == "grammar") {
       const std::string prefix = "x" + std::to_string(imports_++) + "_";
       auto e = type == "regex" ? regex_leaf(g_, str(f, "pattern", path), prefix)
@@ -121,7 +116,12 @@ class Builder {
     if (type == "token") return {g_.token(token_id(f, "token", path, vocab_)), false};
     if (type == "exclude_token" || type == "any_tokens") {
       const ExprId one = g_.token_except(token_list(f, "exclude_tokens", path, false, vocab_));
-      return {type == "any_tokens" ? g_.star(one) : one, false};
+      if (type == "exclude_token") return {one, false};
+      const int64_t n = bound(f, "max_tokens", path);
+      if (n > kMaxUnrolled)
+        fail(path + ".max_tokens", "above " + std::to_string(kMaxUnrolled) +
+                                       " cannot be enforced (the grammar unrolls the count)");
+      return {g_.repeat(one, 0, static_cast<int32_t>(n)), false};
     }
     if (type == "dispatch" || type == "token_dispatch") return dispatch_rules(f, path, ends);
     if (type == "token_triggered_tags") {

@@ -17,8 +17,10 @@
 //            / `end` as a token format; since grammar9 `dispatch` (`rules` [pattern, format],
 //            `loop`, `excludes`: unlimited, like triggered_tags), `token_dispatch` and
 //            `token_triggered_tags` (token_formats.h), `qwen_xml_parameter` / json_schema
-//            `style: qwen_xml` (json_schema/qwen_xml.cc) and exclude_tokens lists of any
-//            length. Other types are a 400 naming the type.
+//            `style: qwen_xml` and exclude_tokens lists of any length; since grammar10 the
+//            styles minimax_xml / glm_xml / deepseek_xml (json_schema/xml_parameters.cc),
+//            any_text `max_chars` / `max_tokens` and any_tokens `max_tokens`
+//            (leaf_formats.h). Other types are a 400 naming the type.
 // any_text, triggered_tags and tags_with_separator are "unlimited": inside a tag they run up to
 // the tag's end string (which they read themselves, as xgrammar does), elsewhere to the end of
 // the text, so they must come last in a sequence. Triggers become a TagDispatch (ir.h) whose

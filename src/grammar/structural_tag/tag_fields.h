@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "grammar/json_schema/schema_converter.h"
 #include "grammar/structural_tag/leaf_formats.h"
 #include "grammar/vocabulary.h"
 
@@ -98,6 +100,27 @@ inline std::vector<int32_t> token_list(const OJson& f,
     fail(path + "." + key, "must be an array of tokens (ids or token texts)");
   for (size_t i = 0; i < it->size(); ++i) out.push_back(token_id(*it, i, path + "." + key, vocab));
   return out;
+}
+
+// json_schema's `style`: none for JSON, else one of the XML parameter styles.
+inline std::optional<XmlStyle> xml_style(const std::string& style, const std::string& path) {
+  if (style == "json") return std::nullopt;
+  if (style == "qwen_xml") return XmlStyle::kQwen;
+  if (style == "minimax_xml") return XmlStyle::kMiniMax;
+  if (style == "deepseek_xml") return XmlStyle::kDeepSeek;
+  if (style == "glm_xml") return XmlStyle::kGlm;
+  fail(path + ".style",
+       "'" + style + "' is not supported (json, qwen_xml, minimax_xml, deepseek_xml, glm_xml)");
+}
+
+// An optional bound (max_tokens, max_chars): -1 when absent or null, else an integer in
+// [0, 2^31 - 1] as xgrammar allows.
+inline int64_t bound(const OJson& obj, const char* key, const std::string& path) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return -1;
+  if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 2147483647)
+    fail(path + "." + key, "must be null or an integer in [0, 2147483647]");
+  return it->get<int64_t>();
 }
 
 // token_triggered_tags: each tag begins with a trigger token (`begins`: -1 for a string

@@ -287,9 +287,13 @@ TEST(grammar_structural_tag_formats, QwenXmlParameter) {
     EXPECT_FALSE(matches(cg,
                          "<function=w><parameter=city>a</parameter><parameter=days>1"
                          "</parameter><parameter=days>2</parameter></function>"));
+    // Raw text runs to the first closing tag (as xgrammar, whose tests write HTML there).
+    EXPECT_TRUE(matches(cg,
+                        "<function=w><parameter=city>a<b></b></parameter><parameter=days>1"
+                        "</parameter></function>"));
     EXPECT_FALSE(matches(cg,
-                         "<function=w><parameter=city>a<b</parameter><parameter=days>1"
-                         "</parameter></function>"));
+                         "<function=w><parameter=city>a</parameter>b</parameter><parameter=days>"
+                         "1</parameter></function>"));
   }
 }
 
