@@ -181,17 +181,7 @@ __global__ void engram_gate_kernel(float* x,
       s[q] = __fadd_rn(__fadd_rn(__fadd_rn(l[0], l[1]), __fadd_rn(l[2], l[3])),
                        __fadd_rn(__fadd_rn(l[4], l[5]), __fadd_rn(l[6], l[7])));
     }
-    for (int64_t d = full; d < dim; ++d) {
-      s[0] = __fadd_rn(s[0], __fmul_rn(xk[d], xk[d]));
-      s[1] = __fadd_rn(s[1], __fmul_rn(key[d], key[d]));
-      s[2] = __fadd_rn(s[2], __fmul_rn(__fmul_rn(xk[d], wk[d]), key[d]));
-    }
-    const float fd = static_cast<float>(dim);
-    const float rstd = __fmul_rn(__fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(s[0], fd), eps))),
-                                 __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(s[1], fd), eps))));
-    const float dot = __fmul_rn(__fmul_rn(s[2], rstd), inv_sqrt_dim);
-    const float mag = __fsqrt_rn(fmaxf(fabsf(dot), 1e-6f));
-    gate = __fdiv_rn(1.0f, __fadd_rn(1.0f, exp_f32(-copysignf(mag, dot))));
+    gate = engram_gate_value(s[0], s[1], s[2], xk, key, wk, dim, eps, inv_sqrt_dim);
   }
   __syncthreads();
   // Batches of loads before their stores: x_out may alias value as far as the compiler knows,
