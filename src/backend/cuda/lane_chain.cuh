@@ -48,18 +48,16 @@ __device__ __forceinline__ void products_by_lane(A a, B b, int64_t n, float* buf
   }
 }
 
-// Lane `j`'s chain over its `steps` products at buf + j * lane_stride(steps), in order: 16
-// steps per iteration, the next 16 loaded before this group's adds.
-__device__ __forceinline__ float lane_chain(const float* buf, int j, int64_t steps) {
-  const float* p = buf + j * lane_stride(steps);
-  const float4* v = reinterpret_cast<const float4*>(p);
-  const int64_t vec = steps / 16 * 16;
-  float l = 0;
-  if (vec > 0) {
+// Steps [s0, s1) of the chain at `row` continuing from l: float4 groups (s0 a multiple of 16 and
+// of 4), the next group's loads issued before this group's adds, then the scalar remainder.
+__device__ __forceinline__ float chain_range(const float* row, int s0, int s1, float l) {
+  const float4* v = reinterpret_cast<const float4*>(row);
+  const int vec = s0 + (s1 - s0) / 16 * 16;
+  if (vec > s0) {
     float4 cur[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) cur[i] = v[i];
-    for (int64_t s = 0; s < vec; s += 16) {
+    for (int i = 0; i < 4; ++i) cur[i] = v[s0 / 4 + i];
+    for (int s = s0; s < vec; s += 16) {
       float4 next[4];
       const bool more = s + 16 < vec;
 #pragma unroll
@@ -75,8 +73,13 @@ __device__ __forceinline__ float lane_chain(const float* buf, int j, int64_t ste
       for (int i = 0; i < 4; ++i) cur[i] = next[i];
     }
   }
-  for (int64_t s = vec; s < steps; ++s) l = __fadd_rn(l, p[s]);
+  for (int s = vec; s < s1; ++s) l = __fadd_rn(l, row[s]);
   return l;
+}
+
+// Lane `j`'s chain over its `steps` products at buf + j * lane_stride(steps), in order.
+__device__ __forceinline__ float lane_chain(const float* buf, int j, int64_t steps) {
+  return chain_range(buf + j * lane_stride(steps), 0, static_cast<int>(steps), 0.0f);
 }
 
 // dot_f32's fixed combine of the eight lane sums.

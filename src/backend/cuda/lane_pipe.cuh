@@ -64,35 +64,6 @@ __device__ __forceinline__ void pipe_arrive_rest(const PipePlan& p, int& done) {
   for (; done < p.chunks; ++done) pipe_bar_arrive(1 + done);
 }
 
-// Steps [s0, s1) of the chain at `row` continuing from l: float4 groups (s0 a multiple of 16 and
-// of 4), the next group's loads issued before this group's adds, then the scalar remainder.
-__device__ __forceinline__ float chain_range(const float* row, int s0, int s1, float l) {
-  const float4* v = reinterpret_cast<const float4*>(row);
-  const int vec = s0 + (s1 - s0) / 16 * 16;
-  if (vec > s0) {
-    float4 cur[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) cur[i] = v[s0 / 4 + i];
-    for (int s = s0; s < vec; s += 16) {
-      float4 next[4];
-      const bool more = s + 16 < vec;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) next[i] = more ? v[(s + 16) / 4 + i] : cur[i];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        l = __fadd_rn(l, cur[i].x);
-        l = __fadd_rn(l, cur[i].y);
-        l = __fadd_rn(l, cur[i].z);
-        l = __fadd_rn(l, cur[i].w);
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) cur[i] = next[i];
-    }
-  }
-  for (int s = vec; s < s1; ++s) l = __fadd_rn(l, row[s]);
-  return l;
-}
-
 // Warp 0 (all 32 lanes call it): lane j < `lanes` (8 per dot product; the buffers of up to four
 // products lie one after another, lane j's chain at buf + j * lane_stride(steps)) returns its
 // chain's sum, chunk by chunk as the producers release them; the other lanes only take part in
