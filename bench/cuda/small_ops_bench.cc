@@ -34,10 +34,11 @@ using backend::cuda::DeviceWeight;
 
 constexpr size_t kRotateBytes = size_t{256} << 20;
 constexpr int kLaunches = 20;
-using Launch = std::function<cudaError_t(int, cudaStream_t)>;
 
-// Microseconds per launch of a graph of kLaunches calls fn(i), best of `reps` replays.
-Expected<double> graph_us(int reps, const Launch& fn) {
+}  // namespace
+
+// Microseconds per launch of a graph of `launches` calls fn(i), best of `reps` replays.
+Expected<double> graph_us(int reps, const Launch& fn, int launches) {
   cudaStream_t s = nullptr;
   DI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaGraph_t g = nullptr;
@@ -50,7 +51,7 @@ Expected<double> graph_us(int reps, const Launch& fn) {
   if (e == cudaSuccess) e = fn(0, s);  // outside the capture: one-time attributes are set here
   if (e == cudaSuccess) e = cudaStreamSynchronize(s);
   if (e == cudaSuccess) e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-  for (int i = 0; e == cudaSuccess && i < kLaunches; ++i) e = fn(i, s);
+  for (int i = 0; e == cudaSuccess && i < launches; ++i) e = fn(i, s);
   if (e == cudaSuccess) e = cudaStreamEndCapture(s, &g);
   if (e == cudaSuccess) e = cudaGraphInstantiate(&ge, g, 0);
   if (e == cudaSuccess) e = cudaEventCreate(&a);
@@ -64,7 +65,7 @@ Expected<double> graph_us(int reps, const Launch& fn) {
     if (e == cudaSuccess) e = cudaEventRecord(b, s);
     if (e == cudaSuccess) e = cudaEventSynchronize(b);
     if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, a, b);
-    best = std::min(best, 1e3 * ms / kLaunches);
+    best = std::min(best, 1e3 * ms / launches);
   }
   if (ge) (void)cudaGraphExecDestroy(ge);
   if (g) (void)cudaGraphDestroy(g);
@@ -74,6 +75,18 @@ Expected<double> graph_us(int reps, const Launch& fn) {
   DI_CUDA_RETURN_IF_ERROR(e);
   return best;
 }
+
+// FNV-1a of `n` bytes at device address d.
+Expected<uint64_t> device_hash(const void* d, size_t n) {
+  std::vector<uint8_t> h(n);
+  DI_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(h.data(), d, n, cudaMemcpyDeviceToHost));
+  uint64_t x = 1469598103934665603ull;
+  for (uint8_t c : h) x = (x ^ c) * 1099511628211ull;
+  return x;
+}
+
+namespace {
 
 Expected<double> copy_bytes_per_s() {
   DeviceBuffers buf;
@@ -87,16 +100,6 @@ Expected<double> copy_bytes_per_s() {
   return 2.0 * static_cast<double>(n) / (us * 1e-6);
 }
 
-// FNV-1a of `n` bytes at device address d.
-Expected<uint64_t> device_hash(const void* d, size_t n) {
-  std::vector<uint8_t> h(n);
-  DI_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
-  DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(h.data(), d, n, cudaMemcpyDeviceToHost));
-  uint64_t x = 1469598103934665603ull;
-  for (uint8_t c : h) x = (x ^ c) * 1099511628211ull;
-  return x;
-}
-
 Status row(const char* name,
            int64_t rows,
            double bytes,
@@ -104,7 +107,7 @@ Status row(const char* name,
            const Launch& fn,
            const void* out,
            size_t out_bytes) {
-  DI_ASSIGN_OR_RETURN(double us, graph_us(5, fn));
+  DI_ASSIGN_OR_RETURN(double us, graph_us(5, fn, kLaunches));
   DI_CUDA_RETURN_IF_ERROR(fn(0, nullptr));
   DI_ASSIGN_OR_RETURN(uint64_t hash, device_hash(out, out_bytes));
   const double floor_us = bytes / bw * 1e6;
@@ -241,7 +244,7 @@ Status chain_row(const char* name,
                  const Launch& fn,
                  const void* out,
                  size_t out_bytes) {
-  DI_ASSIGN_OR_RETURN(double us, graph_us(5, fn));
+  DI_ASSIGN_OR_RETURN(double us, graph_us(5, fn, kLaunches));
   DI_CUDA_RETURN_IF_ERROR(fn(0, nullptr));
   DI_ASSIGN_OR_RETURN(uint64_t hash, device_hash(out, out_bytes));
   const double floor_us = static_cast<double>(steps) * add_ns * 1e-3;

@@ -7,6 +7,7 @@
 // Bitwise except where an exp rounds differently from glibc's expf (device_numeric.cuh).
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/grid_dependency.cuh"
+#include "backend/cuda/hc_mix_pipe.h"
 #include "backend/cuda/hc_mixes_warp.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/lane_chain.cuh"
@@ -222,6 +223,20 @@ bool hc_mix_products_fit(int64_t hc_dim) {
   return 2 * hc_dim * static_cast<int64_t>(sizeof(float)) + 1024 <= optin;
 }
 
+cudaError_t hc_mix_products_staged(const float* x,
+                                   int64_t rows,
+                                   int64_t hc_dim,
+                                   const float* fn,
+                                   int mix,
+                                   int first,
+                                   float* raw,
+                                   float* sum_squares,
+                                   cudaStream_t s) {
+  return launch_products(x, rows, hc_dim, fn, mix, first, raw, sum_squares, s);
+}
+
+// Few rows: the pipelined kernel (hc_mix_pipe.cu) where its alignment and width hold; else the
+// staged one. Both give the same bits.
 cudaError_t hc_mix_products(const float* x,
                             int64_t rows,
                             int64_t hc_dim,
@@ -230,11 +245,17 @@ cudaError_t hc_mix_products(const float* x,
                             float* raw,
                             float* sum_squares,
                             cudaStream_t s) {
+  if (rows <= kHcMixPipeMaxRows && mix >= 1 && hc_mix_pipe_supports(x, rows, hc_dim, fn)) {
+    return hc_mix_products_pipelined(x, rows, hc_dim, fn, mix, 0, raw, sum_squares, 16, s);
+  }
   return launch_products(x, rows, hc_dim, fn, mix, 0, raw, sum_squares, s);
 }
 
 cudaError_t hc_sum_squares(
     const float* x, int64_t rows, int64_t hc_dim, float* sum_squares, cudaStream_t s) {
+  if (rows <= kHcMixPipeMaxRows && hc_mix_pipe_supports(x, rows, hc_dim, nullptr)) {
+    return hc_mix_products_pipelined(x, rows, hc_dim, nullptr, 1, 1, nullptr, sum_squares, 16, s);
+  }
   return launch_products(x, rows, hc_dim, nullptr, 1, 1, nullptr, sum_squares, s);
 }
 

@@ -3,6 +3,7 @@
 // and without a tail (the lanes' order, the combine and the tail are all the CPU's).
 #include <cstring>
 
+#include "backend/cuda/hc_mix_pipe.h"
 #include "backend/cuda/hc_mix_rows.h"
 #include "backend/cuda/kernels.h"
 #include "cuda_test_util.h"
@@ -96,6 +97,69 @@ TEST_F(CudaOpsTest, HcMixProductsEqualDotF32Bitwise) {
     }
     EXPECT_EQ(differ, 0u) << "hc " << k.hc << " rows " << k.rows << " dim " << k.dim;
   }
+}
+
+// The pipelined few-rows kernel (hc_mix_pipe.cu) at 8 and 16 warps, bitwise against the same
+// order and against the staged kernel: V4.1's 20,480 at 1 and 8 rows, widths with a short last
+// chunk, a last chain batch of fewer than 16 steps, a tail (hc_dim % 8 == 4), a single chunk,
+// fewer than 16 steps, no steps at all, and the widest it takes (64 chunks); the products and
+// the sums of squares alone (first == mix, no fn). Misaligned or odd-width operands are refused.
+TEST_F(CudaOpsTest, HcMixPipelinedEqualsDotF32Bitwise) {
+  struct Case {
+    int hc;
+    int64_t rows, dim;
+  };
+  for (const Case& k :
+       {Case{4, 1, 5120}, Case{4, 8, 5120}, Case{4, 3, 97}, Case{4, 2, 2051}, Case{3, 2, 6000},
+        Case{1, 5, 132}, Case{2, 2, 2}, Case{8, 4, 4096}, Case{4, 7, 1030}, Case{2, 6, 20}}) {
+    const int64_t hc_dim = k.hc * k.dim;
+    const int mix = (2 + k.hc) * k.hc;
+    const Rows x = random_rows(static_cast<size_t>(k.rows * hc_dim), 96);
+    const Rows fn = random_rows(static_cast<size_t>(mix * hc_dim), 97, 0.05f);
+    ASSERT_TRUE(cuda::hc_mix_pipe_supports(x.data(), k.rows, hc_dim, fn.data()));
+    Rows staged(static_cast<size_t>(k.rows * mix), -1.0f);
+    Rows staged_ss(static_cast<size_t>(k.rows), -1.0f);
+    ASSERT_EQ(cuda::hc_mix_products_staged(x.data(), k.rows, hc_dim, fn.data(), mix, 0,
+                                           staged.data(), staged_ss.data(), nullptr),
+              cudaSuccess);
+    for (int warps : {8, 16}) {
+      Rows raw(static_cast<size_t>(k.rows * mix), -1.0f), ss(static_cast<size_t>(k.rows), -1.0f);
+      Rows ss2(static_cast<size_t>(k.rows), -1.0f);
+      ASSERT_EQ(cuda::hc_mix_products_pipelined(x.data(), k.rows, hc_dim, fn.data(), mix, 0,
+                                                raw.data(), ss.data(), warps, nullptr),
+                cudaSuccess);
+      ASSERT_EQ(cuda::hc_mix_products_pipelined(x.data(), k.rows, hc_dim, nullptr, 1, 1, nullptr,
+                                                ss2.data(), warps, nullptr),
+                cudaSuccess);
+      sync();
+      size_t differ = 0;
+      for (int64_t r = 0; r < k.rows; ++r) {
+        const float* xr = x.data() + r * hc_dim;
+        for (int o = 0; o < mix; ++o) {
+          const float want = dot_f32_order(xr, fn.data() + o * hc_dim, hc_dim);
+          differ += std::memcmp(&want, &raw[static_cast<size_t>(r * mix + o)], 4) != 0;
+        }
+        const float want = dot_f32_order(xr, xr, hc_dim);
+        differ += std::memcmp(&want, &ss[static_cast<size_t>(r)], 4) != 0;
+        differ += std::memcmp(&want, &ss2[static_cast<size_t>(r)], 4) != 0;
+      }
+      differ += std::memcmp(raw.data(), staged.data(), sizeof(float) * raw.size()) != 0;
+      differ += std::memcmp(ss.data(), staged_ss.data(), sizeof(float) * ss.size()) != 0;
+      EXPECT_EQ(differ, 0u) << "hc " << k.hc << " rows " << k.rows << " dim " << k.dim << " warps "
+                            << warps;
+    }
+  }
+  const Rows x = random_rows(2 * 5120 + 4, 98), fn = random_rows(24 * 5120, 99);
+  float raw[24], ss[1];
+  EXPECT_FALSE(cuda::hc_mix_pipe_supports(x.data() + 1, 1, 5120, fn.data()));
+  EXPECT_FALSE(cuda::hc_mix_pipe_supports(x.data(), 1, 5122, fn.data()));
+  EXPECT_FALSE(cuda::hc_mix_pipe_supports(x.data(), 1, 8 * 4097, fn.data()));
+  EXPECT_EQ(cuda::hc_mix_products_pipelined(x.data() + 1, 1, 5120, fn.data(), 24, 0, raw, ss, 16,
+                                            nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(
+      cuda::hc_mix_products_pipelined(x.data(), 1, 5120, fn.data(), 24, 0, raw, ss, 12, nullptr),
+      cudaErrorInvalidValue);
 }
 
 // The mixes' tail by one warp per row (hc <= 4, taken when the sums of squares are given)

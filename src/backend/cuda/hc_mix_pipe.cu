@@ -1,0 +1,279 @@
+// The mix products of few rows (kernels::hc_mixes_token's (2+hc)*hc dot products and the sum of
+// squares, 20,480 wide at V4.1) as a producer/consumer pipeline. Why: each is dot_f32's eight
+// dependent chains of hc_dim / 8 adds (5.2 us at V4.1), and the staged kernel (hc_mixes.cu)
+// first loads all of x and fn, multiplies into a by-lane buffer, and only then runs the chains,
+// so the load round trips add to the chain. Here:
+//  - fn is a weight, so its copies into shared memory (cp.async) are issued before the kernel
+//    waits for the previous grid (programmatic dependent launch): they land under that kernel;
+//  - producer warps (1..) own chunks of 512 elements (64 steps per lane); each loads its x with
+//    16-byte loads (all of them in flight before the first multiply), multiplies with its fn,
+//    and stores the products in place, by lane, and arrives on the chunk's mbarrier;
+//  - warp 0's lanes 0-7 run the chains chunk after chunk as the barriers complete, so the chain
+//    starts after the first chunk, not after the last; the next chunk's barrier is tested a
+//    whole chunk ahead, so a ready chunk costs the chain no wait.
+// The bits are the staged kernel's: lane j adds products j, j + 8, ... in order, each rounded,
+// then dot_f32's combine and the tail in order.
+#include "backend/cuda/grid_dependency.cuh"
+#include "backend/cuda/hc_mix_pipe.h"
+#include "backend/cuda/lane_chain.cuh"
+#include "backend/cuda/mbarrier.cuh"
+
+namespace di::backend::cuda {
+
+namespace {
+
+constexpr int kChunkSteps = 64;               // products per lane in one chunk
+constexpr int kChunk = 8 * kChunkSteps;       // elements (and floats of shared memory)
+constexpr int kVecPerLane = kChunk / 4 / 32;  // a producer lane's 16-byte pieces per chunk
+constexpr int kMaxChunks = 64;                // hc_dim <= 32,768: 128 KB of shared memory
+constexpr int kChainBatch = 16;               // steps whose loads the chain issues at once
+constexpr int kBatchesPerChunk = kChunkSteps / kChainBatch;
+static_assert(kChunkSteps % kChainBatch == 0 && kChainBatch == 16);
+
+// Chunk-local float index of lane j's step t (t < kChunkSteps): lane j's row of the chunk holds
+// its 16 float4 groups with the group index XORed by j, so the eight chain lanes' 16-byte loads of
+// one group and a producer warp's scalar stores both touch 32 distinct banks.
+__device__ __forceinline__ int by_lane(int j, int t) {
+  return j * kChunkSteps + 4 * ((t >> 2) ^ j) + (t & 3);
+}
+
+__device__ __forceinline__ void copy16_async(float* dst, const float* src) {
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+}
+
+__device__ __forceinline__ float4 mul4(float4 a, float4 b) {
+  return make_float4(__fmul_rn(a.x, b.x), __fmul_rn(a.y, b.y), __fmul_rn(a.z, b.z),
+                     __fmul_rn(a.w, b.w));
+}
+
+// Producer warp `w` (1 .. kProducers) of the block: chunks w - 1, w - 1 + kProducers, ..., their
+// x loaded kBatch chunks at a time (all of a batch's 16-byte loads in flight at once).
+template <int kProducers, int kBatch>
+__device__ __forceinline__ void produce(const float* xr,
+                                        const float* other,
+                                        bool squares,
+                                        int full,
+                                        int chunks,
+                                        float* buf,
+                                        uint64_t* bars) {
+  const int w = static_cast<int>(threadIdx.x / 32) - 1, lane = static_cast<int>(threadIdx.x % 32);
+  // fn before the grid dependency: a weight no kernel of the forward writes.
+  if (!squares) {
+    for (int c = w; c < chunks; c += kProducers) {
+#pragma unroll
+      for (int i = 0; i < kVecPerLane; ++i) {
+        const int k = c * kChunk + 128 * i + 4 * lane;
+        if (k < full) copy16_async(buf + k, other + k);
+      }
+    }
+  }
+  pdl::enter_dependent_grid();
+  bool fn_landed = squares;
+  for (int c0 = w; c0 < chunks; c0 += kBatch * kProducers) {
+    float4 xv[kBatch][kVecPerLane];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+#pragma unroll
+      for (int i = 0; i < kVecPerLane; ++i) {
+        const int k = (c0 + b * kProducers) * kChunk + 128 * i + 4 * lane;
+        xv[b][i] = k < full ? *reinterpret_cast<const float4*>(xr + k) : float4{0, 0, 0, 0};
+      }
+    }
+    if (!fn_landed) {
+      asm volatile("cp.async.wait_all;\n" ::: "memory");  // this lane's own copies
+      fn_landed = true;
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int c = c0 + b * kProducers;
+      if (c >= chunks) break;
+      float* chunk = buf + c * kChunk;
+      float4 p[kVecPerLane];
+#pragma unroll
+      for (int i = 0; i < kVecPerLane; ++i) {
+        const int k = 128 * i + 4 * lane;
+        const float4 f =
+            squares
+                ? xv[b][i]
+                : (c * kChunk + k < full ? *reinterpret_cast<const float4*>(chunk + k) : xv[b][i]);
+        p[i] = mul4(xv[b][i], f);
+      }
+      __syncwarp();  // every lane has read its fn before any lane overwrites the chunk
+#pragma unroll
+      for (int i = 0; i < kVecPerLane; ++i) {
+        const int k = 128 * i + 4 * lane;  // k % 8 is 0 or 4: lanes 4 * (lane % 2) + q
+        if (c * kChunk + k < full) {
+          const int t = k >> 3, j = k & 7;
+          chunk[by_lane(j, t)] = p[i].x;
+          chunk[by_lane(j + 1, t)] = p[i].y;
+          chunk[by_lane(j + 2, t)] = p[i].z;
+          chunk[by_lane(j + 3, t)] = p[i].w;
+        }
+      }
+      mbar::arrive(mbar::smem_u32(bars + c));  // release: this lane's stores
+    }
+  }
+}
+
+// Warp 0, lanes 0-7: lane j's chain over `steps` products, chunk by chunk.
+__device__ __forceinline__ float consume(const float* buf,
+                                         int steps,
+                                         int chunks,
+                                         const uint64_t* bars) {
+  const int j = static_cast<int>(threadIdx.x);
+  const float4* buf4 = reinterpret_cast<const float4*>(buf);
+  auto load = [&](int batch, float4* v) {
+    const int c = batch / kBatchesPerChunk, g = (batch % kBatchesPerChunk) * 4;
+    const float4* row = buf4 + (c * kChunk + j * kChunkSteps) / 4;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = row[(g + i) ^ j];
+  };
+  auto bar = [&](int c) { return mbar::smem_u32(bars + c); };
+  float l = 0;
+  const int batches = steps / kChainBatch;
+  float4 cur[4];
+  bool next_ready = true;
+  if (batches > 0) {
+    mbar::wait(bar(0), 0);
+    next_ready = chunks > 1 ? mbar::test_wait(bar(1), 0) : true;
+    load(0, cur);
+  }
+  for (int b = 0; b < batches; ++b) {
+    float4 next[4];
+    if (b + 1 < batches) {
+      if ((b + 1) % kBatchesPerChunk == 0) {
+        const int c = (b + 1) / kBatchesPerChunk;
+        if (!next_ready) mbar::wait(bar(c), 0);
+        next_ready = c + 1 < chunks ? mbar::test_wait(bar(c + 1), 0) : true;
+      }
+      load(b + 1, next);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) next[i] = cur[i];
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      l = __fadd_rn(l, cur[i].x);
+      l = __fadd_rn(l, cur[i].y);
+      l = __fadd_rn(l, cur[i].z);
+      l = __fadd_rn(l, cur[i].w);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) cur[i] = next[i];
+  }
+  // The last < 16 steps lie in one chunk.
+  const int rest = batches * kChainBatch;
+  if (rest < steps) {
+    const int c = rest / kChunkSteps;
+    mbar::wait(bar(c), 0);
+    const float* chunk = buf + c * kChunk;
+    for (int t = rest; t < steps; ++t) l = __fadd_rn(l, chunk[by_lane(j, t % kChunkSteps)]);
+  }
+  return l;
+}
+
+// Block (o - first, r): raw[r, o] = dot_f32(x[r], fn[o]) for o < mix, sum_squares[r] =
+// dot_f32(x[r], x[r]) for o == mix. Two blocks fit an SM (registers and 82 KB of shared memory at
+// V4.1), so 8 rows' 200 blocks are one wave on the H200's 132 SMs.
+template <int kProducers, int kBatch>
+__global__ void __launch_bounds__(32 * (1 + kProducers), 2) hc_mix_pipe_kernel(const float* x,
+                                                                               int hc_dim,
+                                                                               const float* fn,
+                                                                               int mix,
+                                                                               int first,
+                                                                               float* raw,
+                                                                               float* sum_squares) {
+  extern __shared__ float4 smem4[];
+  const int full = hc_dim / 8 * 8, steps = hc_dim / 8;
+  const int chunks = (steps + kChunkSteps - 1) / kChunkSteps;
+  float* buf = reinterpret_cast<float*>(smem4);
+  uint64_t* bars = reinterpret_cast<uint64_t*>(buf + chunks * kChunk);
+  const int o = first + static_cast<int>(blockIdx.x);
+  const int64_t r = blockIdx.y;
+  const float* xr = x + r * hc_dim;
+  const bool squares = o == mix;
+  const float* other = squares ? xr : fn + static_cast<int64_t>(o) * hc_dim;
+  if (threadIdx.x == 0) {
+    for (int c = 0; c < chunks; ++c) mbar::init(mbar::smem_u32(bars + c), 32);
+  }
+  __syncthreads();
+  if (threadIdx.x >= 32) {
+    produce<kProducers, kBatch>(xr, other, squares, full, chunks, buf, bars);
+    return;
+  }
+  pdl::enter_dependent_grid();
+  if (threadIdx.x >= 8) return;
+  const float l = consume(buf, steps, chunks, bars);
+  float v[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) v[i] = __shfl_sync(0xffu, l, i);
+  if (threadIdx.x != 0) return;
+  float s = combine_lanes(v);
+  for (int k = full; k < hc_dim; ++k) s = __fadd_rn(s, __fmul_rn(xr[k], other[k]));
+  if (squares) {
+    sum_squares[r] = s;
+  } else {
+    raw[r * mix + o] = s;
+  }
+}
+
+template <int kProducers, int kBatch>
+cudaError_t launch(const float* x,
+                   int64_t rows,
+                   int64_t hc_dim,
+                   const float* fn,
+                   int mix,
+                   int first,
+                   float* raw,
+                   float* sum_squares,
+                   cudaStream_t s) {
+  const int64_t chunks = (hc_dim / 8 + kChunkSteps - 1) / kChunkSteps;
+  const size_t smem = static_cast<size_t>(chunks * (kChunk * sizeof(float) + sizeof(uint64_t)));
+  cudaError_t e =
+      cudaFuncSetAttribute(hc_mix_pipe_kernel<kProducers, kBatch>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (e != cudaSuccess) return e;
+  const dim3 grid(static_cast<unsigned>(mix + 1 - first), static_cast<unsigned>(rows));
+  pdl::launch_dependent(hc_mix_pipe_kernel<kProducers, kBatch>, grid, dim3(32 * (1 + kProducers)),
+                        smem, s, x, static_cast<int>(hc_dim), fn, mix, first, raw, sum_squares);
+  return cudaGetLastError();
+}
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+}  // namespace
+
+bool hc_mix_pipe_supports(const float* x, int64_t rows, int64_t hc_dim, const float* fn) {
+  return rows >= 0 && rows <= 65535 && hc_dim >= 0 && hc_dim % 4 == 0 &&
+         hc_dim / 8 <= int64_t{kMaxChunks} * kChunkSteps && aligned16(x) &&
+         (fn == nullptr || aligned16(fn));
+}
+
+cudaError_t hc_mix_products_pipelined(const float* x,
+                                      int64_t rows,
+                                      int64_t hc_dim,
+                                      const float* fn,
+                                      int mix,
+                                      int first,
+                                      float* raw,
+                                      float* sum_squares,
+                                      int warps,
+                                      cudaStream_t s) {
+  if (rows == 0) return cudaSuccess;
+  if (mix < 1 || first < 0 || first > mix || !hc_mix_pipe_supports(x, rows, hc_dim, fn)) {
+    return cudaErrorInvalidValue;
+  }
+  switch (warps) {
+    case 8:
+      return launch<7, 3>(x, rows, hc_dim, fn, mix, first, raw, sum_squares, s);
+    case 16:
+      return launch<15, 2>(x, rows, hc_dim, fn, mix, first, raw, sum_squares, s);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace di::backend::cuda
