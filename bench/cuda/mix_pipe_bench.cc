@@ -77,6 +77,38 @@ Status mix_pipe_rows(int64_t rows, double add_ns) {
   return {};
 }
 
+// Where the pipelined kernel's time goes at 1 row, fn hot: the kernel with parts removed
+// (hc_mix_pipe_probe; wrong outputs), next to the whole one, alternating twice.
+Status mix_pipe_probes(double add_ns) {
+  namespace cu = backend::cuda;
+  const int mix = 24;
+  const int64_t hc_dim = 20480;
+  DeviceBuffers buf;
+  DI_ASSIGN_OR_RETURN(float* x, buf.upload(random_floats(static_cast<size_t>(hc_dim), 3)));
+  DI_ASSIGN_OR_RETURN(float* fn, buf.upload(random_floats(static_cast<size_t>(mix * hc_dim), 4)));
+  DI_ASSIGN_OR_RETURN(float* raw, buf.alloc<float>(mix));
+  DI_ASSIGN_OR_RETURN(float* ss, buf.alloc<float>(1));
+  const char* names[] = {"whole kernel", "products + barriers, no adds", "adds alone",
+                         "launch + grid dependency + store"};
+  double best[4] = {1e30, 1e30, 1e30, 1e30};
+  for (int rep = 0; rep < 2; ++rep) {
+    for (int p = 0; p < 4; ++p) {
+      auto launch = [&](int, cudaStream_t s) {
+        return p == 0 ? cu::hc_mix_products_pipelined(x, 1, hc_dim, fn, mix, 0, raw, ss, 16, s)
+                      : cu::hc_mix_pipe_probe(x, 1, hc_dim, fn, mix, raw, ss, p, s);
+      };
+      DI_ASSIGN_OR_RETURN(double us, graph_us(3, launch, kLaunchesPerGraph));
+      best[p] = std::min(best[p], us);
+    }
+  }
+  std::printf(
+      "\npipelined kernel (16 warps) at 1 row, fn hot, parts removed; chain floor %.2f us\n\n",
+      static_cast<double>(hc_dim / 8) * add_ns * 1e-3);
+  std::printf("| probe | us |\n|---|---|\n");
+  for (int p = 0; p < 4; ++p) std::printf("| %s | %.2f |\n", names[p], best[p]);
+  return {};
+}
+
 }  // namespace
 
 Status run_mix_pipe_bench() {
@@ -89,7 +121,7 @@ Status run_mix_pipe_bench() {
   std::printf("| kernel | rows | fn | us | staged/this | chain floor us | output hash |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   for (int64_t rows : {1, 2, 4, 8, 16, 64}) DI_RETURN_IF_ERROR(mix_pipe_rows(rows, add_ns));
-  return {};
+  return mix_pipe_probes(add_ns);
 }
 
 }  // namespace di::bench

@@ -23,18 +23,18 @@ namespace di::backend::cuda {
 namespace {
 
 constexpr int kChunkSteps = 64;               // products per lane in one chunk
-constexpr int kChunk = 8 * kChunkSteps;       // elements (and floats of shared memory)
+constexpr int kChunk = 8 * kChunkSteps;       // elements of x and fn per chunk
+constexpr int kLaneRow = kChunkSteps + 4;     // floats: 4 mod 32, see by_lane
+constexpr int kRegion = 8 * kLaneRow;         // floats of shared memory per chunk
 constexpr int kVecPerLane = kChunk / 4 / 32;  // a producer lane's 16-byte pieces per chunk
-constexpr int kMaxChunks = 64;                // hc_dim <= 32,768: 128 KB of shared memory
-constexpr int kChainBatch = 16;               // steps whose loads the chain issues at once
-constexpr int kBatchesPerChunk = kChunkSteps / kChainBatch;
-static_assert(kChunkSteps % kChainBatch == 0 && kChainBatch == 16);
+constexpr int kMaxChunks = 64;                // hc_dim <= 32,768: 136 KB of shared memory
+constexpr int kGroup = 8;                     // chunks per mbarrier (one consumer wait)
 
-// Chunk-local float index of lane j's step t (t < kChunkSteps): lane j's row of the chunk holds
-// its 16 float4 groups with the group index XORed by j, so the eight chain lanes' 16-byte loads of
-// one group and a producer warp's scalar stores both touch 32 distinct banks.
+// Region-local float index of lane j's step t (t < kChunkSteps). Rows of 68 floats: the eight
+// chain lanes' 16-byte loads of the same steps and a producer warp's 32 scalar stores each touch
+// 32 distinct banks, and a lane's loads within a chunk are one base plus constant offsets.
 __device__ __forceinline__ int by_lane(int j, int t) {
-  return j * kChunkSteps + 4 * ((t >> 2) ^ j) + (t & 3);
+  return j * kLaneRow + t;
 }
 
 __device__ __forceinline__ void copy16_async(float* dst, const float* src) {
@@ -49,7 +49,7 @@ __device__ __forceinline__ float4 mul4(float4 a, float4 b) {
 
 // Producer warp `w` (1 .. kProducers) of the block: chunks w - 1, w - 1 + kProducers, ..., their
 // x loaded kBatch chunks at a time (all of a batch's 16-byte loads in flight at once).
-template <int kProducers, int kBatch>
+template <int kProducers, int kBatch, int kProbe>
 __device__ __forceinline__ void produce(const float* xr,
                                         const float* other,
                                         bool squares,
@@ -58,13 +58,17 @@ __device__ __forceinline__ void produce(const float* xr,
                                         float* buf,
                                         uint64_t* bars) {
   const int w = static_cast<int>(threadIdx.x / 32) - 1, lane = static_cast<int>(threadIdx.x % 32);
+  if (kProbe >= 2) {  // bench probes without products
+    pdl::enter_dependent_grid();
+    return;
+  }
   // fn before the grid dependency: a weight no kernel of the forward writes.
   if (!squares) {
     for (int c = w; c < chunks; c += kProducers) {
 #pragma unroll
       for (int i = 0; i < kVecPerLane; ++i) {
-        const int k = c * kChunk + 128 * i + 4 * lane;
-        if (k < full) copy16_async(buf + k, other + k);
+        const int k = 128 * i + 4 * lane;
+        if (c * kChunk + k < full) copy16_async(buf + c * kRegion + k, other + c * kChunk + k);
       }
     }
   }
@@ -88,7 +92,7 @@ __device__ __forceinline__ void produce(const float* xr,
     for (int b = 0; b < kBatch; ++b) {
       const int c = c0 + b * kProducers;
       if (c >= chunks) break;
-      float* chunk = buf + c * kChunk;
+      float* chunk = buf + c * kRegion;
       float4 p[kVecPerLane];
 #pragma unroll
       for (int i = 0; i < kVecPerLane; ++i) {
@@ -111,64 +115,83 @@ __device__ __forceinline__ void produce(const float* xr,
           chunk[by_lane(j + 3, t)] = p[i].w;
         }
       }
-      mbar::arrive(mbar::smem_u32(bars + c));  // release: this lane's stores
+      mbar::arrive(mbar::smem_u32(bars + c / kGroup));  // release: this lane's stores
     }
   }
 }
 
-// Warp 0, lanes 0-7: lane j's chain over `steps` products, chunk by chunk.
-__device__ __forceinline__ float consume(const float* buf,
-                                         int steps,
-                                         int chunks,
-                                         const uint64_t* bars) {
+__device__ __forceinline__ float add16(float l, const float4* v) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    l = __fadd_rn(l, v[i].x);
+    l = __fadd_rn(l, v[i].y);
+    l = __fadd_rn(l, v[i].z);
+    l = __fadd_rn(l, v[i].w);
+  }
+  return l;
+}
+
+// Lane j's 64 adds of the chunk at r (its first 16 products already in a), loading the rest 16
+// steps ahead and, last, the first 16 of the chunk at `next` into a.
+__device__ __forceinline__ float chunk_adds(float l,
+                                            const float4* r,
+                                            const float4* next,
+                                            float4 (&a)[4]) {
+  float4 b[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) b[i] = r[4 + i];
+  l = add16(l, a);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) a[i] = r[8 + i];
+  l = add16(l, b);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) b[i] = r[12 + i];
+  l = add16(l, a);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) a[i] = next[i];
+  return add16(l, b);
+}
+
+// Warp 0, lanes 0-7: lane j's chain over `steps` products, chunk by chunk. Waits are per group
+// of kGroup chunks (a group's chunks complete together: their producers run side by side), and a
+// group's chunks are one straight-line unrolled body: an mbarrier wait stalls the warp until its
+// answer comes back, and a branch per chunk keeps the compiler from interleaving the next loads
+// with the adds (the first version, one wait and branch per chunk, was slower than the staged
+// kernel). kWait false (a bench probe) runs the adds alone.
+template <bool kWait>
+__device__ __forceinline__ float consume(const float* buf, int steps, const uint64_t* bars) {
   const int j = static_cast<int>(threadIdx.x);
-  const float4* buf4 = reinterpret_cast<const float4*>(buf);
-  auto load = [&](int batch, float4* v) {
-    const int c = batch / kBatchesPerChunk, g = (batch % kBatchesPerChunk) * 4;
-    const float4* row = buf4 + (c * kChunk + j * kChunkSteps) / 4;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = row[(g + i) ^ j];
+  auto wait_group = [&](int c) {
+    if (kWait) mbar::wait(mbar::smem_u32(bars + c / kGroup), 0);
   };
-  auto bar = [&](int c) { return mbar::smem_u32(bars + c); };
+  auto row = [&](int c) {
+    return reinterpret_cast<const float4*>(buf + c * kRegion + j * kLaneRow);
+  };
+  const int whole = steps / kChunkSteps;
   float l = 0;
-  const int batches = steps / kChainBatch;
-  float4 cur[4];
-  bool next_ready = true;
-  if (batches > 0) {
-    mbar::wait(bar(0), 0);
-    next_ready = chunks > 1 ? mbar::test_wait(bar(1), 0) : true;
-    load(0, cur);
+  int c = 0;
+  float4 a[4];
+  if (whole > 0) {
+    wait_group(0);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = row(0)[i];
   }
-  for (int b = 0; b < batches; ++b) {
-    float4 next[4];
-    if (b + 1 < batches) {
-      if ((b + 1) % kBatchesPerChunk == 0) {
-        const int c = (b + 1) / kBatchesPerChunk;
-        if (!next_ready) mbar::wait(bar(c), 0);
-        next_ready = c + 1 < chunks ? mbar::test_wait(bar(c + 1), 0) : true;
-      }
-      load(b + 1, next);
-    } else {
+  for (; c + kGroup <= whole; c += kGroup) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) next[i] = cur[i];
+    for (int q = 0; q < kGroup; ++q) {
+      const int n = c + q + 1 < whole ? c + q + 1 : c + q;
+      if (q == kGroup - 1 && n != c + q) wait_group(n);
+      l = chunk_adds(l, row(c + q), row(n), a);
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      l = __fadd_rn(l, cur[i].x);
-      l = __fadd_rn(l, cur[i].y);
-      l = __fadd_rn(l, cur[i].z);
-      l = __fadd_rn(l, cur[i].w);
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) cur[i] = next[i];
   }
-  // The last < 16 steps lie in one chunk.
-  const int rest = batches * kChainBatch;
-  if (rest < steps) {
-    const int c = rest / kChunkSteps;
-    mbar::wait(bar(c), 0);
-    const float* chunk = buf + c * kChunk;
-    for (int t = rest; t < steps; ++t) l = __fadd_rn(l, chunk[by_lane(j, t % kChunkSteps)]);
+  for (; c < whole; ++c) {  // the last group's chunks when it has fewer than kGroup
+    l = chunk_adds(l, row(c), row(c + 1 < whole ? c + 1 : c), a);
+  }
+  // A short last chunk (fewer than 64 steps per lane).
+  if (whole * kChunkSteps < steps) {
+    wait_group(whole);
+    const float* rest = buf + whole * kRegion + j * kLaneRow;
+    for (int t = 0; t < steps - whole * kChunkSteps; ++t) l = __fadd_rn(l, rest[t]);
   }
   return l;
 }
@@ -176,7 +199,7 @@ __device__ __forceinline__ float consume(const float* buf,
 // Block (o - first, r): raw[r, o] = dot_f32(x[r], fn[o]) for o < mix, sum_squares[r] =
 // dot_f32(x[r], x[r]) for o == mix. Two blocks fit an SM (registers and 82 KB of shared memory at
 // V4.1), so 8 rows' 200 blocks are one wave on the H200's 132 SMs.
-template <int kProducers, int kBatch>
+template <int kProducers, int kBatch, int kProbe>
 __global__ void __launch_bounds__(32 * (1 + kProducers), 2) hc_mix_pipe_kernel(const float* x,
                                                                                int hc_dim,
                                                                                const float* fn,
@@ -188,23 +211,33 @@ __global__ void __launch_bounds__(32 * (1 + kProducers), 2) hc_mix_pipe_kernel(c
   const int full = hc_dim / 8 * 8, steps = hc_dim / 8;
   const int chunks = (steps + kChunkSteps - 1) / kChunkSteps;
   float* buf = reinterpret_cast<float*>(smem4);
-  uint64_t* bars = reinterpret_cast<uint64_t*>(buf + chunks * kChunk);
+  uint64_t* bars = reinterpret_cast<uint64_t*>(buf + chunks * kRegion);
   const int o = first + static_cast<int>(blockIdx.x);
   const int64_t r = blockIdx.y;
   const float* xr = x + r * hc_dim;
   const bool squares = o == mix;
   const float* other = squares ? xr : fn + static_cast<int64_t>(o) * hc_dim;
   if (threadIdx.x == 0) {
-    for (int c = 0; c < chunks; ++c) mbar::init(mbar::smem_u32(bars + c), 32);
+    for (int g = 0; g * kGroup < chunks; ++g) {
+      const int in_group = chunks - g * kGroup < kGroup ? chunks - g * kGroup : kGroup;
+      mbar::init(mbar::smem_u32(bars + g), 32 * in_group);
+    }
   }
   __syncthreads();
   if (threadIdx.x >= 32) {
-    produce<kProducers, kBatch>(xr, other, squares, full, chunks, buf, bars);
+    produce<kProducers, kBatch, kProbe>(xr, other, squares, full, chunks, buf, bars);
     return;
   }
   pdl::enter_dependent_grid();
   if (threadIdx.x >= 8) return;
-  const float l = consume(buf, steps, chunks, bars);
+  float l = 0;
+  if constexpr (kProbe == 0) {
+    l = consume<true>(buf, steps, bars);
+  } else if constexpr (kProbe == 1) {
+    for (int g = 0; g * kGroup < chunks; ++g) mbar::wait(mbar::smem_u32(bars + g), 0);
+  } else if constexpr (kProbe == 2) {
+    l = consume<false>(buf, steps, bars);
+  }
   float v[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i) v[i] = __shfl_sync(0xffu, l, i);
@@ -218,7 +251,7 @@ __global__ void __launch_bounds__(32 * (1 + kProducers), 2) hc_mix_pipe_kernel(c
   }
 }
 
-template <int kProducers, int kBatch>
+template <int kProducers, int kBatch, int kProbe = 0>
 cudaError_t launch(const float* x,
                    int64_t rows,
                    int64_t hc_dim,
@@ -229,14 +262,15 @@ cudaError_t launch(const float* x,
                    float* sum_squares,
                    cudaStream_t s) {
   const int64_t chunks = (hc_dim / 8 + kChunkSteps - 1) / kChunkSteps;
-  const size_t smem = static_cast<size_t>(chunks * (kChunk * sizeof(float) + sizeof(uint64_t)));
+  const size_t smem = static_cast<size_t>(chunks * (kRegion * sizeof(float) + sizeof(uint64_t)));
   cudaError_t e =
-      cudaFuncSetAttribute(hc_mix_pipe_kernel<kProducers, kBatch>,
+      cudaFuncSetAttribute(hc_mix_pipe_kernel<kProducers, kBatch, kProbe>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(mix + 1 - first), static_cast<unsigned>(rows));
-  pdl::launch_dependent(hc_mix_pipe_kernel<kProducers, kBatch>, grid, dim3(32 * (1 + kProducers)),
-                        smem, s, x, static_cast<int>(hc_dim), fn, mix, first, raw, sum_squares);
+  pdl::launch_dependent(hc_mix_pipe_kernel<kProducers, kBatch, kProbe>, grid,
+                        dim3(32 * (1 + kProducers)), smem, s, x, static_cast<int>(hc_dim), fn, mix,
+                        first, raw, sum_squares);
   return cudaGetLastError();
 }
 
@@ -271,6 +305,29 @@ cudaError_t hc_mix_products_pipelined(const float* x,
       return launch<7, 3>(x, rows, hc_dim, fn, mix, first, raw, sum_squares, s);
     case 16:
       return launch<15, 2>(x, rows, hc_dim, fn, mix, first, raw, sum_squares, s);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t hc_mix_pipe_probe(const float* x,
+                              int64_t rows,
+                              int64_t hc_dim,
+                              const float* fn,
+                              int mix,
+                              float* raw,
+                              float* sum_squares,
+                              int probe,
+                              cudaStream_t s) {
+  if (rows == 0) return cudaSuccess;
+  if (mix < 1 || !hc_mix_pipe_supports(x, rows, hc_dim, fn)) return cudaErrorInvalidValue;
+  switch (probe) {
+    case 1:
+      return launch<15, 2, 1>(x, rows, hc_dim, fn, mix, 0, raw, sum_squares, s);
+    case 2:
+      return launch<15, 2, 2>(x, rows, hc_dim, fn, mix, 0, raw, sum_squares, s);
+    case 3:
+      return launch<15, 2, 3>(x, rows, hc_dim, fn, mix, 0, raw, sum_squares, s);
     default:
       return cudaErrorInvalidValue;
   }

@@ -1,9 +1,10 @@
 // Hyper-connection mixes (kernels::hc_mixes_token). The (2+hc)*hc mix product and the sum of
 // squares are dot_f32 chains over hc*dim (20,480 at V4.1): for few rows one block per (output,
-// row) multiplies into shared memory and runs the add chains there (hc_mix_products), for many
-// rows the product is dense_gemm with the F32 `fn` as weights. The per-token tail (RMS factor,
-// sigmoids, softmax, Sinkhorn) runs one thread per value, each in the CPU's order, by one warp
-// per row for hc <= 4 when the sums of squares are given (hc_mixes_warp.cu), else by a block.
+// row) multiplies into shared memory and runs the add chains there (hc_mix_products: the
+// pipelined kernel of hc_mix_pipe.cu where it applies, else the staged one here), for many rows
+// the product is hc_mix_rows or dense_gemm with the F32 `fn` as weights. The per-token tail (RMS
+// factor, sigmoids, softmax, Sinkhorn) runs one thread per value, each in the CPU's order, by one
+// warp per row for hc <= 4 when the sums of squares are given (hc_mixes_warp.cu), else by a block.
 // Bitwise except where an exp rounds differently from glibc's expf (device_numeric.cuh).
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/grid_dependency.cuh"
@@ -235,8 +236,9 @@ cudaError_t hc_mix_products_staged(const float* x,
   return launch_products(x, rows, hc_dim, fn, mix, first, raw, sum_squares, s);
 }
 
-// Few rows: the pipelined kernel (hc_mix_pipe.cu) where its alignment and width hold; else the
-// staged one. Both give the same bits.
+// Up to 64 rows: the pipelined kernel (hc_mix_pipe.cu; 7 us at one V4.1 row against the staged
+// kernel's 15.5, 23 with fn out of the L2) where its alignment and width hold; else the staged
+// one. Both give the same bits.
 cudaError_t hc_mix_products(const float* x,
                             int64_t rows,
                             int64_t hc_dim,
@@ -246,7 +248,8 @@ cudaError_t hc_mix_products(const float* x,
                             float* sum_squares,
                             cudaStream_t s) {
   if (rows <= kHcMixPipeMaxRows && mix >= 1 && hc_mix_pipe_supports(x, rows, hc_dim, fn)) {
-    return hc_mix_products_pipelined(x, rows, hc_dim, fn, mix, 0, raw, sum_squares, 16, s);
+    return hc_mix_products_pipelined(x, rows, hc_dim, fn, mix, 0, raw, sum_squares, kHcMixPipeWarps,
+                                     s);
   }
   return launch_products(x, rows, hc_dim, fn, mix, 0, raw, sum_squares, s);
 }
@@ -254,7 +257,8 @@ cudaError_t hc_mix_products(const float* x,
 cudaError_t hc_sum_squares(
     const float* x, int64_t rows, int64_t hc_dim, float* sum_squares, cudaStream_t s) {
   if (rows <= kHcMixPipeMaxRows && hc_mix_pipe_supports(x, rows, hc_dim, nullptr)) {
-    return hc_mix_products_pipelined(x, rows, hc_dim, nullptr, 1, 1, nullptr, sum_squares, 16, s);
+    return hc_mix_products_pipelined(x, rows, hc_dim, nullptr, 1, 1, nullptr, sum_squares,
+                                     kHcMixPipeWarps, s);
   }
   return launch_products(x, rows, hc_dim, nullptr, 1, 1, nullptr, sum_squares, s);
 }

@@ -14,8 +14,8 @@
 // Barrier ids 1..kPipeChunks are used; __syncthreads (id 0) stays free for the caller.
 //
 // Used by rms_norm and engram_gate (one block per row; faster on the H200). The mix products'
-// 25 blocks per row were slower with it (10.97 -> 11.31 us at 1 row, 12.6 -> 15.4 at 8, 78 -> 88
-// at 64; docs/notes/cuda-kernels.md, latency2), so hc_mixes.cu keeps load-then-chain.
+// 25 blocks per row were slower with it (docs/notes/cuda-kernels.md, latency2); their pipeline
+// is hc_mix_pipe.cu (fn copied before the grid dependency, one wait per 8 chunks).
 #pragma once
 
 #include <cstdint>
