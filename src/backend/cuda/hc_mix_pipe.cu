@@ -6,11 +6,11 @@
 //  - fn is a weight, so its copies into shared memory (cp.async) are issued before the kernel
 //    waits for the previous grid (programmatic dependent launch): they land under that kernel;
 //  - producer warps (1..) own chunks of 512 elements (64 steps per lane); each loads its x with
-//    16-byte loads (all of them in flight before the first multiply), multiplies with its fn,
-//    and stores the products in place, by lane, and arrives on the chunk's mbarrier;
-//  - warp 0's lanes 0-7 run the chains chunk after chunk as the barriers complete, so the chain
-//    starts after the first chunk, not after the last; the next chunk's barrier is tested a
-//    whole chunk ahead, so a ready chunk costs the chain no wait.
+//    16-byte loads (two or three chunks' worth in flight), multiplies with its fn, stores the
+//    products in place, by lane, and arrives on the mbarrier of the chunk's group of 8;
+//  - warp 0's lanes 0-7 run the chains group after group as the barriers complete, so the chain
+//    starts after the first group, not after the last, and waits 5 times at V4.1, not 40.
+// H200, one V4.1 row: 6.9 us against the staged kernel's 15.5 (23.3 with fn out of the L2).
 // The bits are the staged kernel's: lane j adds products j, j + 8, ... in order, each rounded,
 // then dot_f32's combine and the tail in order.
 #include "backend/cuda/grid_dependency.cuh"

@@ -68,21 +68,4 @@ __device__ __forceinline__ void wait(uint32_t bar, uint32_t parity) {
 #endif
 }
 
-// Non-blocking: whether the phase with `parity` has completed (acquire when it has). Issued ahead
-// of the point where the answer is needed, its latency hides under independent work.
-__device__ __forceinline__ bool test_wait(uint32_t bar, uint32_t parity) {
-#if DI_MBARRIER_ENABLED
-  uint32_t done = 0;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-#else
-  return true;
-#endif
-}
-
 }  // namespace di::backend::cuda::mbar
