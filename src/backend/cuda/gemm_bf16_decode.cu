@@ -199,6 +199,9 @@ __global__ void __launch_bounds__(256, 3)
   const uint8_t* const wl = lane_weights(w, tile, K);
   ChunkSums<QP> chunk;
   chunk.load_weights(wl, K, begin + warp * kChunk, end);
+  // Distributed shared memory may be written only once every CTA of the cluster runs: arrive
+  // now, wait just before the first store into the leader (the latency hides behind the loads).
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
   extern __shared__ float4 sums[];
   float* const scales = reinterpret_cast<float*>(sums + static_cast<int64_t>(nblk) * 8 * QP);
   const uint8_t* const srow = wscale + static_cast<int64_t>(tile / 2) * nblk;
@@ -209,6 +212,7 @@ __global__ void __launch_bounds__(256, 3)
   float4* const leader = cluster.map_shared_rank(sums, 0);
   const uint16_t* const xl = lane_tokens(xb, rows, K);
   const bool has_token = threadIdx.x % 32 / 4 < rows;
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
   for (int b0 = begin + warp * kChunk; b0 < end; b0 += warps * kChunk) {
     if (b0 != begin + warp * kChunk) chunk.load_weights(wl, K, b0, end);
     chunk.finish(xl, has_token, b0, end, 0, leader);
