@@ -223,7 +223,7 @@ Status bench_tensor_decode(const Shape& sh,
                                                                     st);
                           }));
     }
-    double dec_us[3] = {-1, -1, -1};
+    double dec_us[bc::kBf16DecodeVariants + 1] = {-1, -1, -1, -1};
     for (int v = 0; v <= bc::kBf16DecodeVariants; ++v) {
       if (!bc::bf16_decode_applies(m, ws[0])) break;
       DI_ASSIGN_OR_RETURN(dec_us[v], graph_us(reps, [&](int i, cudaStream_t st) {
@@ -236,11 +236,13 @@ Status bench_tensor_decode(const Shape& sh,
     std::printf(
         "| %s fp8 %lldx%lld (tensor) | %lld | %.1f | %.1f | %.2f | act_quant + wgmma tile %.1f us "
         "(%.2f); "
-        "decode kernel 8 / 16 warps %.1f / %.1f; tile 8 / 12 / 16 stages %.1f / %.1f / %.1f; "
+        "decode kernel 8 / 16 warps / K split %.1f / %.1f / %.1f; tile 8 / 12 / 16 stages %.1f / "
+        "%.1f / "
+        "%.1f; "
         "CudaOps takes the %s |\n",
         sh.name, static_cast<long long>(sh.out), static_cast<long long>(sh.in),
         static_cast<long long>(m), dec_us[0], floor_us, floor_us / dec_us[0], wg_us,
-        floor_us / wg_us, dec_us[1], dec_us[2], tile_us[0], tile_us[1], tile_us[2],
+        floor_us / wg_us, dec_us[1], dec_us[2], dec_us[3], tile_us[0], tile_us[1], tile_us[2],
         bc::bf16_decode_preferred(m, ws[0]) ? "decode kernel" : "wgmma tile");
   }
   return {};

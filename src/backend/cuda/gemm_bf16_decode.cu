@@ -10,13 +10,16 @@
 // over them in K order. A CTA takes 16 features (one group of the lane-order layout), so a 512 x
 // 5120 product has 32 CTAs of 8-16 warps, and a lane's weight bytes of a block are the 16
 // contiguous bytes the wgmma kernel reads from shared memory, here straight from global memory.
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include <algorithm>
 
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/e4m3_bf16.cuh"
 #include "backend/cuda/gemm_bf16_decode.h"
-#include "backend/cuda/grid_dependency.cuh"
+#include "backend/cuda/grid_dependency_cluster.cuh"
 #include "backend/cuda/mma_bf16.cuh"
 
 namespace di::backend::cuda {
@@ -33,6 +36,87 @@ __device__ __forceinline__ uint4 load_stream(const uint8_t* p) {
   return v;
 }
 
+// The block sum of one 32-block for lane (g, q): its 16 weight bytes `v` and its B fragments
+// `xv` (k 2q, 2q + 1 and 2q + 8, 2q + 9 of each k16 half) as the pair of chained bf16 m16n8k16
+// MMAs from zero (gemm_wgmma_bf16.cu's `frag`: the A fragments of both k16 halves).
+__device__ __forceinline__ void block_sum(const uint4& v, const uint32_t (&xv)[4], float (&d)[4]) {
+  uint32_t a0[4], a1[4];
+  a0[0] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x));
+  a0[2] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16));
+  a1[0] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y));
+  a1[2] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16));
+  a0[1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.z));
+  a0[3] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.z >> 16));
+  a1[1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.w));
+  a1[3] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.w >> 16));
+  d[0] = d[1] = d[2] = d[3] = 0.0f;
+  mma_bf16(d, a0, xv[0], xv[1]);
+  mma_bf16(d, a1, xv[2], xv[3]);
+}
+
+// The block sums of blocks [b0, b0 + kChunk) (clipped at `end`) of one warp: lane L's 16 weight
+// bytes of block b are row 4 (b % 4) + L / 8 of the tile, columns 128 (b / 4) + 16 (L % 8)
+// (wgmma_bf16_layout.cu); its token is g (the B fragment's column), and lanes past the last row
+// multiply zeros. `wl` and `xl` are the lane's bases (block 0); the sum of block b goes to
+// sums[(b - base) * 8 * QP + g * QP + q] (lanes q < QP). The weight loads are issued by
+// `load_weights` (no dependence on earlier kernels), the rest by `finish` after the inputs are
+// ready, so a caller can issue the weights before waiting for the previous grid.
+template <int QP>
+struct ChunkSums {
+  uint4 v[kChunk];
+
+  __device__ __forceinline__ void load_weights(const uint8_t* wl, int K, int b0, int end) {
+#pragma unroll
+    for (int c = 0; c < kChunk; ++c) {
+      const int b = b0 + c;
+      if (b < end) v[c] = load_stream(wl + static_cast<int64_t>(4 * (b % 4)) * K + 128 * (b / 4));
+    }
+  }
+
+  __device__ __forceinline__ void finish(
+      const uint16_t* xl, bool has_token, int b0, int end, int base, float4* sums) const {
+    const int lane = threadIdx.x % 32, q = lane % 4, g = lane / 4;
+#pragma unroll
+    for (int c = 0; c < kChunk; ++c) {
+      const int b = b0 + c;
+      if (b >= end) continue;
+      // B fragments: k 2q, 2q + 1 and 2q + 8, 2q + 9 of each k16 half (the CTA's warps read the
+      // same activations: L1 hits after the first).
+      const uint32_t* xp = reinterpret_cast<const uint32_t*>(xl + 32 * b);
+      uint32_t xv[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) xv[i] = has_token ? __ldg(xp + 4 * i) : 0u;
+      float d[4];
+      block_sum(v[c], xv, d);
+      if (q < QP) sums[((b - base) * 8 + g) * QP + q] = make_float4(d[0], d[1], d[2], d[3]);
+    }
+  }
+};
+
+// The lane's weight and activation bases for feature tile `tile` (see ChunkSums).
+__device__ __forceinline__ const uint8_t* lane_weights(const uint8_t* w, int tile, int K) {
+  const int lane = threadIdx.x % 32;
+  return w + (static_cast<int64_t>(tile) * 16 + lane / 8) * K + 16 * (lane % 8);
+}
+__device__ __forceinline__ const uint16_t* lane_tokens(const uint16_t* xb, int rows, int K) {
+  const int lane = threadIdx.x % 32, q = lane % 4, g = lane / 4;
+  return xb + static_cast<int64_t>(g < rows ? g : 0) * K + 2 * q;
+}
+
+// The promotion chain in K order for the calling thread's output, (g, q, e) = feature
+// 16 tile + g + 8 (e / 2) and token 2q + e % 2 (d[e] of lane (g, q)): acc = fma(sum, scale, acc)
+// over blocks [b_begin, b_end) of `sums` (entry 0 = block b_begin) with `scales` (entry 0 =
+// block 0).
+template <int QP>
+__device__ __forceinline__ float promote(
+    const float4* sums, const float* scales, int b_begin, int b_end, int slot, float acc) {
+  const float* s = reinterpret_cast<const float*>(sums) + slot;
+#pragma unroll 8
+  for (int b = b_begin; b < b_end; ++b)
+    acc = __fmaf_rn(s[static_cast<int64_t>(b - b_begin) * 32 * QP], scales[b], acc);
+  return acc;
+}
+
 // Shared memory: block sums [nblk][8 (g)][QP (q)] float4 (d0..d3 of lane (g, q)), then the
 // decoded weight scales [nblk]. QP = ceil(rows / 2): lanes with 2q >= rows hold no real token.
 template <int QP>
@@ -47,18 +131,15 @@ __global__ void __launch_bounds__(512) bf16_decode_kernel(const uint8_t* __restr
   extern __shared__ float4 sums[];
   const int nblk = K / 32;
   float* const scales = reinterpret_cast<float*>(sums + static_cast<int64_t>(nblk) * 8 * QP);
-  const int tile = blockIdx.x, warps = blockDim.x / 32;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q = lane % 4, g = lane / 4;
+  const int tile = blockIdx.x, warps = blockDim.x / 32, warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32, q = lane % 4, g = lane / 4;
   // Rows 16 tile .. 16 tile + 15 lie in one 32-row scale group.
   const uint8_t* const srow = wscale + static_cast<int64_t>(tile / 2) * nblk;
   for (int b = threadIdx.x; b < nblk; b += blockDim.x) scales[b] = e8m0_to_float(srow[b]);
-
-  // Lane L's 16 bytes of block b: row 4 (b % 4) + L / 8 of the tile, columns 128 (b / 4) +
-  // 16 (L % 8) (wgmma_bf16_layout.cu). Its token is g (the B fragment's column); lanes past the
-  // last row multiply zeros.
-  const uint8_t* const wl = w + (static_cast<int64_t>(tile) * 16 + lane / 8) * K + 16 * (lane % 8);
+  const uint8_t* const wl = lane_weights(w, tile, K);
+  const uint16_t* const xl = lane_tokens(xb, rows, K);
   const bool has_token = g < rows;
-  const uint16_t* const xl = xb + static_cast<int64_t>(has_token ? g : 0) * K + 2 * q;
+  // A chunk's weight and activation loads all go out before its MMAs.
   for (int b0 = warp * kChunk; b0 < nblk; b0 += warps * kChunk) {
     uint4 v[kChunk];
     uint32_t xv[kChunk][4];
@@ -68,7 +149,6 @@ __global__ void __launch_bounds__(512) bf16_decode_kernel(const uint8_t* __restr
       if (b < nblk) {
         v[c] = load_stream(wl + static_cast<int64_t>(4 * (b % 4)) * K + 128 * (b / 4));
         const uint32_t* xp = reinterpret_cast<const uint32_t*>(xl + 32 * b);
-        // B fragments: k 2q, 2q + 1 and 2q + 8, 2q + 9 of each k16 half.
 #pragma unroll
         for (int i = 0; i < 4; ++i) xv[c][i] = has_token ? __ldg(xp + 4 * i) : 0u;
       }
@@ -77,36 +157,72 @@ __global__ void __launch_bounds__(512) bf16_decode_kernel(const uint8_t* __restr
     for (int c = 0; c < kChunk; ++c) {
       const int b = b0 + c;
       if (b >= nblk) continue;
-      // gemm_wgmma_bf16.cu's `frag`: the A fragments of both k16 halves.
-      uint32_t a0[4], a1[4];
-      a0[0] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v[c].x));
-      a0[2] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v[c].x >> 16));
-      a1[0] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v[c].y));
-      a1[2] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v[c].y >> 16));
-      a0[1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v[c].z));
-      a0[3] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v[c].z >> 16));
-      a1[1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v[c].w));
-      a1[3] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v[c].w >> 16));
-      float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      mma_bf16(d, a0, xv[c][0], xv[c][1]);
-      mma_bf16(d, a1, xv[c][2], xv[c][3]);
+      float d[4];
+      block_sum(v[c], xv[c], d);
       if (q < QP) sums[(b * 8 + g) * QP + q] = make_float4(d[0], d[1], d[2], d[3]);
     }
   }
   __syncthreads();
-
-  // The promotion chain in K order, one thread per output: (g, q, e) holds feature
-  // 16 tile + g + 8 (e / 2) and token 2q + e % 2, as d[e] of lane (g, q).
   if (threadIdx.x < 32 * QP) {
     const int e = threadIdx.x % 4, qq = threadIdx.x / 4 % QP, gg = threadIdx.x / (4 * QP);
     const int f = 16 * tile + gg + 8 * (e / 2), t = 2 * qq + e % 2;
-    const float* s = reinterpret_cast<const float*>(sums) + (gg * QP + qq) * 4 + e;
-    float acc = 0.0f;
-#pragma unroll 8
-    for (int b = 0; b < nblk; ++b)
-      acc = __fmaf_rn(s[static_cast<int64_t>(b) * 32 * QP], scales[b], acc);
+    const float acc = promote<QP>(sums, scales, 0, nblk, (gg * QP + qq) * 4 + e, 0.0f);
     if (f < N && t < rows) y[static_cast<int64_t>(t) * N + f] = round_bf16(acc);
   }
+}
+
+// The split form: a cluster of S CTAs per feature tile, CTA rank r taking blocks
+// [r bps, (r + 1) bps) of K, one chunk per warp where it fits (so each warp pays one DRAM round
+// trip), its weight loads issued before the wait for the previous grid (weights are never
+// written during a forward: CudaOps permutes a weight two launches before its first product, with
+// act_quant between). Every CTA stores its slice's block sums into the leader CTA's shared memory
+// (distributed shared memory); after a cluster barrier the leader runs the chain over all of K
+// from its own shared memory and the others are done. Same block sums, same chain: the bits of
+// bf16_decode_kernel.
+template <int QP>
+__global__ void __launch_bounds__(256, 3)
+    bf16_decode_split_kernel(const uint8_t* __restrict__ w,
+                             const uint8_t* __restrict__ wscale,
+                             const uint16_t* __restrict__ xb,
+                             int rows,
+                             int N,
+                             int K,
+                             int bps,
+                             float* __restrict__ y) {
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int ranks = static_cast<int>(cluster.num_blocks());
+  const int nblk = K / 32, tile = blockIdx.x / ranks, warps = blockDim.x / 32;
+  const int warp = threadIdx.x / 32;
+  const int begin = rank * bps, end = min(nblk, begin + bps);
+  const uint8_t* const wl = lane_weights(w, tile, K);
+  ChunkSums<QP> chunk;
+  chunk.load_weights(wl, K, begin + warp * kChunk, end);
+  // Distributed shared memory may be written only once every CTA of the cluster runs: arrive
+  // now, wait just before the first store into the leader (the latency hides behind the loads).
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+  extern __shared__ float4 sums[];
+  float* const scales = reinterpret_cast<float*>(sums + static_cast<int64_t>(nblk) * 8 * QP);
+  const uint8_t* const srow = wscale + static_cast<int64_t>(tile / 2) * nblk;
+  if (rank == 0) {
+    for (int b = threadIdx.x; b < nblk; b += blockDim.x) scales[b] = e8m0_to_float(srow[b]);
+  }
+  pdl::enter_dependent_grid();
+  float4* const leader = cluster.map_shared_rank(sums, 0);
+  const uint16_t* const xl = lane_tokens(xb, rows, K);
+  const bool has_token = threadIdx.x % 32 / 4 < rows;
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+  for (int b0 = begin + warp * kChunk; b0 < end; b0 += warps * kChunk) {
+    if (b0 != begin + warp * kChunk) chunk.load_weights(wl, K, b0, end);
+    chunk.finish(xl, has_token, b0, end, 0, leader);
+  }
+  cluster.sync();
+  if (rank != 0 || threadIdx.x >= 32 * QP) return;
+  const int e = threadIdx.x % 4, qq = threadIdx.x / 4 % QP, gg = threadIdx.x / (4 * QP);
+  const int f = 16 * tile + gg + 8 * (e / 2), t = 2 * qq + e % 2;
+  const float acc = promote<QP>(sums, scales, 0, nblk, (gg * QP + qq) * 4 + e, 0.0f);
+  if (f < N && t < rows) y[static_cast<int64_t>(t) * N + f] = round_bf16(acc);
 }
 
 template <int QP>
@@ -123,6 +239,45 @@ cudaError_t launch(
                         w.scale, xb, static_cast<int>(rows), static_cast<int>(w.out_features),
                         static_cast<int>(w.in_features), y);
   return cudaGetLastError();
+}
+
+// The split kernel: clusters of S <= 8 CTAs per tile, S such that a CTA's slice is at most 64
+// blocks (8 warps of one chunk each), slices whole chunks.
+template <int QP>
+cudaError_t launch_split(
+    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
+  const int nblk = static_cast<int>(w.in_features / 32);
+  constexpr int kSliceBlocks = 8 * kChunk;
+  const int ranks = std::min(8, (nblk + kSliceBlocks - 1) / kSliceBlocks);
+  const int bps = ((nblk + ranks - 1) / ranks + kChunk - 1) / kChunk * kChunk;
+  const int used = (nblk + bps - 1) / bps;  // ranks that hold blocks (chunk rounding may drop one)
+  // At least QP warps: the leader's chain takes a thread per (feature, token pair) output.
+  const int warps = std::max(QP, std::min(8, (bps + kChunk - 1) / kChunk));
+  const size_t smem = static_cast<size_t>(nblk) * (8 * QP * sizeof(float4) + sizeof(float));
+  auto* k = bf16_decode_split_kernel<QP>;
+  cudaError_t e =
+      cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (e != cudaSuccess) return e;
+  const int64_t tiles = (w.out_features + 15) / 16;
+  pdl::launch_dependent_cluster(k, dim3(static_cast<unsigned>(tiles * used)), dim3(32 * warps),
+                                smem, s, static_cast<unsigned>(used), w.data, w.scale, xb,
+                                static_cast<int>(rows), static_cast<int>(w.out_features),
+                                static_cast<int>(w.in_features), bps, y);
+  return cudaGetLastError();
+}
+
+// The spread of a product, as measured on the H200 (docs/benchmarks.md, "FP8 products at few
+// rows: K split over a cluster"; act_quant included, us at 1 row): the K split wins where few
+// feature tiles leave SMs idle and K is long (wkv 512 x 5120: 7.0 -> 5.8, wq_a 1280 x 5120:
+// 7.5 -> 7.0 up to 4 rows, wo_b 5120 x 8192 at 1-2 rows: 24.5 (wgmma tile) -> 23.0); otherwise
+// 16 warps below 128 tiles and 8 from there (shared w1/w3 2304 x 5120: 13.3 -> 10.0, the
+// indexer's 4096 x 1280: 7.0 -> 5.0).
+int decode_variant(int64_t rows, const DeviceWeight& w) {
+  const int64_t tiles = (w.out_features + 15) / 16, nblk = w.in_features / 32;
+  const bool split = nblk >= 160 && (tiles <= 32 || (tiles <= 80 && rows <= 4) ||
+                                     (tiles >= 264 && tiles <= 320 && nblk >= 256 && rows <= 2));
+  if (split) return 3;
+  return tiles < 128 ? 2 : 1;
 }
 
 // The rows and K the kernel takes: the block sums of the whole K sit in shared memory (227 KB).
@@ -148,11 +303,20 @@ cudaError_t block_scaled_gemm_bf16_decode(const uint16_t* xb,
   if (!bf16_decode_applies(rows, w) || reinterpret_cast<uintptr_t>(xb) % 4 != 0) {
     return cudaErrorInvalidValue;
   }
-  if (variant == 0) {
-    // Few feature tiles: more warps per CTA keep more weight bytes in flight per SM.
-    variant = (w.out_features + 15) / 16 < 264 ? 2 : 1;
-  }
+  if (variant == 0) variant = decode_variant(rows, w);
   if (variant < 1 || variant > kBf16DecodeVariants) return cudaErrorInvalidValue;
+  if (variant == 3) {
+    switch ((rows + 1) / 2) {
+      case 1:
+        return launch_split<1>(xb, rows, w, y, s);
+      case 2:
+        return launch_split<2>(xb, rows, w, y, s);
+      case 3:
+        return launch_split<3>(xb, rows, w, y, s);
+      default:
+        return launch_split<4>(xb, rows, w, y, s);
+    }
+  }
   const int warps = variant == 1 ? 8 : 16;
   switch ((rows + 1) / 2) {
     case 1:
@@ -172,7 +336,8 @@ bool bf16_decode_preferred(int64_t rows, const DeviceWeight& w) {
   // the wgmma tile is as fast or faster (5120 x 5120: 16.0 vs 16.9 us).
   // The caller has the weight from the wgmma path (wgmma_bf16_applies held): only the shape is
   // checked here, not the device again.
-  return decode_shape_fits(rows, w.in_features) && w.out_features < 66 * 64;
+  return decode_shape_fits(rows, w.in_features) &&
+         (w.out_features < 66 * 64 || decode_variant(rows, w) == 3);
 }
 
 }  // namespace di::backend::cuda
