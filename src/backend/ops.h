@@ -229,6 +229,19 @@ class Ops : public Memory {
   // when `round_bf16` (the reference's bf16 F.linear) or keep fp32 (its fp32 F.linear).
   virtual void linear(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16) const = 0;
 
+  // Two products of one x: y0 = x . w0, y1 = x . w1, each exactly as `linear` computes it (a gate
+  // and an up projection, or wq_a and wkv). The default runs two `linear`s; a backend may
+  // quantize x once and launch both products together.
+  virtual void linear_pair(ConstRowsView x,
+                           const WeightView& w0,
+                           RowsView y0,
+                           const WeightView& w1,
+                           RowsView y1,
+                           bool round_bf16) const {
+    linear(x, w0, y0, round_bf16);
+    linear(x, w1, y1, round_bf16);
+  }
+
   // A block-diagonal product (the grouped output projection, reference Attention wo_a): x [T,
   // groups * in] and w [groups * out, in] (group g's rows g * out ..); y[t, g * out + o] =
   // x[t, g * in ..] . w[g * out + o], as `linear` computes each group. w is BF16 or F32 (the

@@ -27,10 +27,9 @@ void Model::project_qkv_linear(int layer, ConstRowsView u, QkvRows& r) const {
   const AttentionWeights& a = weights_.layers[static_cast<size_t>(layer)].attn;
   const ModelConfig& c = config_;
   RowsView qr_v = r.qr, q_v = r.q, kv_v = r.kv;
-  ops_->linear(u, a.wq_a, qr_v, true);
+  ops_->linear_pair(u, a.wq_a, qr_v, a.wkv, kv_v, true);
   ops_->rms_norm(qr_v, a.q_norm.data(), c.norm_eps, qr_v);
   ops_->linear(qr_v, a.wq_b, q_v, true);
-  ops_->linear(u, a.wkv, kv_v, true);
   ops_->rms_norm(kv_v, a.kv_norm.data(), c.norm_eps, kv_v);
 }
 

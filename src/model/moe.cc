@@ -28,8 +28,7 @@ void run_expert(const backend::Ops& ops,
   const int64_t n = x.rows, inter = e.w1.out_features;
   Buffer g(ops, n, inter), u(ops, n, inter);
   RowsView gv = g.view(), uv = u.view();
-  ops.linear(x, e.w1, gv, true);
-  ops.linear(x, e.w3, uv, true);
+  ops.linear_pair(x, e.w1, gv, e.w3, uv, true);
   ops.swiglu(gv, uv, row_weight, limit, gv);
   ops.linear(gv, e.w2, y, true);
 }

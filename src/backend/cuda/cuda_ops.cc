@@ -108,6 +108,24 @@ void CudaOps::linear(ConstRowsView x, const WeightView& w, RowsView y, bool roun
       &w);
 }
 
+void CudaOps::linear_pair(ConstRowsView x,
+                          const WeightView& w0,
+                          RowsView y0,
+                          const WeightView& w1,
+                          RowsView y1,
+                          bool round_bf16) const {
+  Impl& m = *impl_;
+  if (!m.pair_on_decode_kernel(x.rows, w0, w1)) {
+    linear(x, w0, y0, round_bf16);
+    linear(x, w1, y1, round_bf16);
+    return;
+  }
+  m.run(
+      "linear_pair_fp8",
+      [&]() -> Status { return m.linear_pair(x.data, x.rows, x.cols, w0, y0.data, w1, y1.data); },
+      &w0);
+}
+
 void CudaOps::grouped_linear(
     ConstRowsView x, const WeightView& w, int groups, RowsView y, bool round_bf16) const {
   Impl& m = *impl_;

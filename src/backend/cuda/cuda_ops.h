@@ -72,6 +72,12 @@ class CudaOps final : public Ops {
                  int64_t width) const override;
 
   void linear(ConstRowsView x, const WeightView& w, RowsView y, bool round_bf16) const override;
+  void linear_pair(ConstRowsView x,
+                   const WeightView& w0,
+                   RowsView y0,
+                   const WeightView& w1,
+                   RowsView y1,
+                   bool round_bf16) const override;
   void grouped_linear(
       ConstRowsView x, const WeightView& w, int groups, RowsView y, bool round_bf16) const override;
   void rms_norm(ConstRowsView x, const float* w, float eps, RowsView y) const override;

@@ -276,6 +276,33 @@ struct CudaOps::Impl {
     return d;
   }
 
+  // Whether linear_pair takes one act_quant and one decode launch for w0 and w1: the tensor
+  // path, both FP8 weights of the same K on the decode kernel (checked without uploading).
+  bool pair_on_decode_kernel(int64_t rows, const WeightView& w0, const WeightView& w1) const {
+    if (gemm != CudaGemm::kTensor || w0.in_features != w1.in_features) return false;
+    const cuda::DeviceWeight d0{w0.format, w0.out_features, w0.in_features, nullptr, nullptr};
+    const cuda::DeviceWeight d1{w1.format, w1.out_features, w1.in_features, nullptr, nullptr};
+    return cuda::wgmma_bf16_applies(d0) && cuda::wgmma_bf16_applies(d1) &&
+           cuda::bf16_decode_preferred(rows, d0) && cuda::bf16_decode_preferred(rows, d1);
+  }
+
+  // linear(x, w0) and linear(x, w1) where pair_on_decode_kernel holds: the same bits.
+  Status linear_pair(const float* dx,
+                     int64_t rows,
+                     int64_t cols,
+                     const WeightView& w0,
+                     float* dy0,
+                     const WeightView& w1,
+                     float* dy1) {
+    DI_ASSIGN_OR_RETURN(cuda::DeviceWeight d0, wgmma_weight(w0));
+    DI_ASSIGN_OR_RETURN(cuda::DeviceWeight d1, wgmma_weight(w1));
+    DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(static_cast<size_t>(rows * cols)));
+    DI_CUDA_RETURN_IF_ERROR(cuda::quantize_fp8_bf16(dx, rows, cols, xb, stream));
+    DI_CUDA_RETURN_IF_ERROR(
+        cuda::block_scaled_gemm_bf16_decode_pair(xb, rows, d0, dy0, d1, dy1, stream));
+    return {};
+  }
+
   // y = x . w on device buffers (x [rows, cols], y [rows, w.out_features]), enqueued only.
   Status linear(
       const float* dx, int64_t rows, int64_t cols, const WeightView& w, float* dy, bool round) {

@@ -117,21 +117,49 @@ __device__ __forceinline__ float promote(
   return acc;
 }
 
+// One launch's products: one weight, or two weights of the same K that read the same
+// activations (CudaOps::linear_pair), tiles [0, tiles0) of the first and the rest of the second.
+struct DecodeOperands {
+  const uint8_t* w0;
+  const uint8_t* scale0;
+  float* y0;
+  int n0;
+  const uint8_t* w1;
+  const uint8_t* scale1;
+  float* y1;
+  int n1;
+  int tiles0;
+};
+
+// The product a CTA's tile belongs to, and the tile's index in it.
+struct DecodeTile {
+  const uint8_t* w;
+  const uint8_t* wscale;
+  float* y;
+  int N;
+  int tile;
+};
+__device__ __forceinline__ DecodeTile decode_tile(const DecodeOperands& o, int tile) {
+  const bool second = tile >= o.tiles0;
+  return DecodeTile{second ? o.w1 : o.w0, second ? o.scale1 : o.scale0, second ? o.y1 : o.y0,
+                    second ? o.n1 : o.n0, second ? tile - o.tiles0 : tile};
+}
+
 // Shared memory: block sums [nblk][8 (g)][QP (q)] float4 (d0..d3 of lane (g, q)), then the
 // decoded weight scales [nblk]. QP = ceil(rows / 2): lanes with 2q >= rows hold no real token.
 template <int QP>
-__global__ void __launch_bounds__(512) bf16_decode_kernel(const uint8_t* __restrict__ w,
-                                                          const uint8_t* __restrict__ wscale,
-                                                          const uint16_t* __restrict__ xb,
-                                                          int rows,
-                                                          int N,
-                                                          int K,
-                                                          float* __restrict__ y) {
+__global__ void __launch_bounds__(512)
+    bf16_decode_kernel(DecodeOperands o, const uint16_t* __restrict__ xb, int rows, int K) {
+  const DecodeTile dt = decode_tile(o, static_cast<int>(blockIdx.x));
+  const uint8_t* const __restrict__ w = dt.w;
+  const uint8_t* const __restrict__ wscale = dt.wscale;
+  float* const __restrict__ y = dt.y;
+  const int N = dt.N, tile = dt.tile;
   pdl::enter_dependent_grid();
   extern __shared__ float4 sums[];
   const int nblk = K / 32;
   float* const scales = reinterpret_cast<float*>(sums + static_cast<int64_t>(nblk) * 8 * QP);
-  const int tile = blockIdx.x, warps = blockDim.x / 32, warp = threadIdx.x / 32;
+  const int warps = blockDim.x / 32, warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32, q = lane % 4, g = lane / 4;
   // Rows 16 tile .. 16 tile + 15 lie in one 32-row scale group.
   const uint8_t* const srow = wscale + static_cast<int64_t>(tile / 2) * nblk;
@@ -180,20 +208,18 @@ __global__ void __launch_bounds__(512) bf16_decode_kernel(const uint8_t* __restr
 // from its own shared memory and the others are done. Same block sums, same chain: the bits of
 // bf16_decode_kernel.
 template <int QP>
-__global__ void __launch_bounds__(256, 3)
-    bf16_decode_split_kernel(const uint8_t* __restrict__ w,
-                             const uint8_t* __restrict__ wscale,
-                             const uint16_t* __restrict__ xb,
-                             int rows,
-                             int N,
-                             int K,
-                             int bps,
-                             float* __restrict__ y) {
+__global__ void __launch_bounds__(256, 3) bf16_decode_split_kernel(
+    DecodeOperands o, const uint16_t* __restrict__ xb, int rows, int K, int bps) {
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
   const int rank = static_cast<int>(cluster.block_rank());
   const int ranks = static_cast<int>(cluster.num_blocks());
-  const int nblk = K / 32, tile = blockIdx.x / ranks, warps = blockDim.x / 32;
+  const DecodeTile dt = decode_tile(o, static_cast<int>(blockIdx.x) / ranks);
+  const uint8_t* const __restrict__ w = dt.w;
+  const uint8_t* const __restrict__ wscale = dt.wscale;
+  float* const __restrict__ y = dt.y;
+  const int N = dt.N, tile = dt.tile;
+  const int nblk = K / 32, warps = blockDim.x / 32;
   const int warp = threadIdx.x / 32;
   const int begin = rank * bps, end = min(nblk, begin + bps);
   const uint8_t* const wl = lane_weights(w, tile, K);
@@ -226,27 +252,34 @@ __global__ void __launch_bounds__(256, 3)
 }
 
 template <int QP>
-cudaError_t launch(
-    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s, int warps) {
-  const int64_t nblk = w.in_features / 32;
+cudaError_t launch(const uint16_t* xb,
+                   int64_t rows,
+                   int64_t K,
+                   const DecodeOperands& o,
+                   int64_t tiles,
+                   cudaStream_t s,
+                   int warps) {
+  const int64_t nblk = K / 32;
   const size_t smem = static_cast<size_t>(nblk) * (8 * QP * sizeof(float4) + sizeof(float));
   auto* k = bf16_decode_kernel<QP>;
   cudaError_t e =
       cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
-  const int64_t tiles = (w.out_features + 15) / 16;
-  pdl::launch_dependent(k, dim3(static_cast<unsigned>(tiles)), dim3(32 * warps), smem, s, w.data,
-                        w.scale, xb, static_cast<int>(rows), static_cast<int>(w.out_features),
-                        static_cast<int>(w.in_features), y);
+  pdl::launch_dependent(k, dim3(static_cast<unsigned>(tiles)), dim3(32 * warps), smem, s, o, xb,
+                        static_cast<int>(rows), static_cast<int>(K));
   return cudaGetLastError();
 }
 
 // The split kernel: clusters of S <= 8 CTAs per tile, S such that a CTA's slice is at most 64
 // blocks (8 warps of one chunk each), slices whole chunks.
 template <int QP>
-cudaError_t launch_split(
-    const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
-  const int nblk = static_cast<int>(w.in_features / 32);
+cudaError_t launch_split(const uint16_t* xb,
+                         int64_t rows,
+                         int64_t K,
+                         const DecodeOperands& o,
+                         int64_t tiles,
+                         cudaStream_t s) {
+  const int nblk = static_cast<int>(K / 32);
   constexpr int kSliceBlocks = 8 * kChunk;
   const int ranks = std::min(8, (nblk + kSliceBlocks - 1) / kSliceBlocks);
   const int bps = ((nblk + ranks - 1) / ranks + kChunk - 1) / kChunk * kChunk;
@@ -258,11 +291,9 @@ cudaError_t launch_split(
   cudaError_t e =
       cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
-  const int64_t tiles = (w.out_features + 15) / 16;
   pdl::launch_dependent_cluster(k, dim3(static_cast<unsigned>(tiles * used)), dim3(32 * warps),
-                                smem, s, static_cast<unsigned>(used), w.data, w.scale, xb,
-                                static_cast<int>(rows), static_cast<int>(w.out_features),
-                                static_cast<int>(w.in_features), bps, y);
+                                smem, s, static_cast<unsigned>(used), o, xb, static_cast<int>(rows),
+                                static_cast<int>(K), bps);
   return cudaGetLastError();
 }
 
@@ -272,12 +303,51 @@ cudaError_t launch_split(
 // 7.5 -> 7.0 up to 4 rows, wo_b 5120 x 8192 at 1-2 rows: 24.5 (wgmma tile) -> 23.0); otherwise
 // 16 warps below 128 tiles and 8 from there (shared w1/w3 2304 x 5120: 13.3 -> 10.0, the
 // indexer's 4096 x 1280: 7.0 -> 5.0).
-int decode_variant(int64_t rows, const DeviceWeight& w) {
-  const int64_t tiles = (w.out_features + 15) / 16, nblk = w.in_features / 32;
+int decode_variant(int64_t rows, int64_t tiles, int64_t K) {
+  const int64_t nblk = K / 32;
   const bool split = nblk >= 160 && (tiles <= 32 || (tiles <= 80 && rows <= 4) ||
                                      (tiles >= 264 && tiles <= 320 && nblk >= 256 && rows <= 2));
   if (split) return 3;
   return tiles < 128 ? 2 : 1;
+}
+int64_t tiles_of(const DeviceWeight& w) {
+  return (w.out_features + 15) / 16;
+}
+
+// One launch of `variant` (0 = decode_variant) over `tiles` tiles of the operands.
+cudaError_t run_decode(const uint16_t* xb,
+                       int64_t rows,
+                       int64_t K,
+                       const DecodeOperands& o,
+                       int64_t tiles,
+                       cudaStream_t s,
+                       int variant) {
+  if (variant == 0) variant = decode_variant(rows, tiles, K);
+  if (variant < 1 || variant > kBf16DecodeVariants) return cudaErrorInvalidValue;
+  const int qp = static_cast<int>((rows + 1) / 2);
+  if (variant == 3) {
+    switch (qp) {
+      case 1:
+        return launch_split<1>(xb, rows, K, o, tiles, s);
+      case 2:
+        return launch_split<2>(xb, rows, K, o, tiles, s);
+      case 3:
+        return launch_split<3>(xb, rows, K, o, tiles, s);
+      default:
+        return launch_split<4>(xb, rows, K, o, tiles, s);
+    }
+  }
+  const int warps = variant == 1 ? 8 : 16;
+  switch (qp) {
+    case 1:
+      return launch<1>(xb, rows, K, o, tiles, s, warps);
+    case 2:
+      return launch<2>(xb, rows, K, o, tiles, s, warps);
+    case 3:
+      return launch<3>(xb, rows, K, o, tiles, s, warps);
+    default:
+      return launch<4>(xb, rows, K, o, tiles, s, warps);
+  }
 }
 
 // The rows and K the kernel takes: the block sums of the whole K sit in shared memory (227 KB).
@@ -303,31 +373,45 @@ cudaError_t block_scaled_gemm_bf16_decode(const uint16_t* xb,
   if (!bf16_decode_applies(rows, w) || reinterpret_cast<uintptr_t>(xb) % 4 != 0) {
     return cudaErrorInvalidValue;
   }
-  if (variant == 0) variant = decode_variant(rows, w);
-  if (variant < 1 || variant > kBf16DecodeVariants) return cudaErrorInvalidValue;
-  if (variant == 3) {
-    switch ((rows + 1) / 2) {
-      case 1:
-        return launch_split<1>(xb, rows, w, y, s);
-      case 2:
-        return launch_split<2>(xb, rows, w, y, s);
-      case 3:
-        return launch_split<3>(xb, rows, w, y, s);
-      default:
-        return launch_split<4>(xb, rows, w, y, s);
-    }
+  const int64_t tiles = tiles_of(w);
+  const DecodeOperands o{w.data,
+                         w.scale,
+                         y,
+                         static_cast<int>(w.out_features),
+                         w.data,
+                         w.scale,
+                         y,
+                         static_cast<int>(w.out_features),
+                         static_cast<int>(tiles)};
+  return run_decode(xb, rows, w.in_features, o, tiles, s, variant);
+}
+
+cudaError_t block_scaled_gemm_bf16_decode_pair(const uint16_t* xb,
+                                               int64_t rows,
+                                               const DeviceWeight& w0,
+                                               float* y0,
+                                               const DeviceWeight& w1,
+                                               float* y1,
+                                               cudaStream_t s,
+                                               int variant) {
+  if (rows == 0) return cudaSuccess;
+  if (!bf16_decode_applies(rows, w0) || !bf16_decode_applies(rows, w1) ||
+      w0.in_features != w1.in_features || w0.out_features == 0 || w1.out_features == 0 ||
+      reinterpret_cast<uintptr_t>(xb) % 4 != 0) {
+    return cudaErrorInvalidValue;
   }
-  const int warps = variant == 1 ? 8 : 16;
-  switch ((rows + 1) / 2) {
-    case 1:
-      return launch<1>(xb, rows, w, y, s, warps);
-    case 2:
-      return launch<2>(xb, rows, w, y, s, warps);
-    case 3:
-      return launch<3>(xb, rows, w, y, s, warps);
-    default:
-      return launch<4>(xb, rows, w, y, s, warps);
-  }
+  const int64_t t0 = tiles_of(w0), tiles = t0 + tiles_of(w1);
+  if (tiles > (int64_t{1} << 30)) return cudaErrorInvalidValue;
+  const DecodeOperands o{w0.data,
+                         w0.scale,
+                         y0,
+                         static_cast<int>(w0.out_features),
+                         w1.data,
+                         w1.scale,
+                         y1,
+                         static_cast<int>(w1.out_features),
+                         static_cast<int>(t0)};
+  return run_decode(xb, rows, w0.in_features, o, tiles, s, variant);
 }
 
 bool bf16_decode_preferred(int64_t rows, const DeviceWeight& w) {
@@ -337,7 +421,7 @@ bool bf16_decode_preferred(int64_t rows, const DeviceWeight& w) {
   // The caller has the weight from the wgmma path (wgmma_bf16_applies held): only the shape is
   // checked here, not the device again.
   return decode_shape_fits(rows, w.in_features) &&
-         (w.out_features < 66 * 64 || decode_variant(rows, w) == 3);
+         (w.out_features < 66 * 64 || decode_variant(rows, tiles_of(w), w.in_features) == 3);
 }
 
 }  // namespace di::backend::cuda

@@ -29,6 +29,18 @@ cudaError_t block_scaled_gemm_bf16_decode(const uint16_t* xb,
                                           cudaStream_t s,
                                           int variant = 0);
 
+// Two products of the same K that read the same xb (a gate and an up projection, or wq_a and
+// wkv) in one launch: each output's bits are those of block_scaled_gemm_bf16_decode on its own
+// weight. `variant` as there (0 picks by the two products' tiles together).
+cudaError_t block_scaled_gemm_bf16_decode_pair(const uint16_t* xb,
+                                               int64_t rows,
+                                               const DeviceWeight& w0,
+                                               float* y0,
+                                               const DeviceWeight& w1,
+                                               float* y1,
+                                               cudaStream_t s,
+                                               int variant = 0);
+
 // Whether CudaOps takes the decode kernel for this product (where it is the faster of the two),
 // for a weight wgmma_bf16_applies already accepted (the device is not queried again).
 bool bf16_decode_preferred(int64_t rows, const DeviceWeight& w);

@@ -5,6 +5,8 @@
 // cuda_gemm_wgmma_bf16_test.cc (a row alone vs in 1500 rows) runs across the two kernels. Skips
 // without an sm_90 device.
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "backend/cuda/gemm_bf16_decode.h"
 #include "backend/cuda/kernels.h"
@@ -96,6 +98,63 @@ TEST_F(CudaBf16DecodeTest, SameBitsAsTheWgmmaKernel) {
                     static_cast<void*>(wd), static_cast<void*>(ws), static_cast<void*>(wp)}) {
       (void)cudaFree(p);
     }
+  }
+}
+
+// Two weights of one K in one launch (CudaOps::linear_pair): each output's bits are those of
+// its weight alone, for every variant, row count and split of the tiles (N tails included).
+TEST_F(CudaBf16DecodeTest, PairLaunchEqualsSingleProducts) {
+  const int64_t K = 5120, max_rows = 8;
+  for (const auto& [n0, n1] : {std::pair<int64_t, int64_t>{1280, 512}, {2304, 2304}, {200, 40}}) {
+    RandomWeight a = random_weight(WeightFormat::kFP8, n0, K, 41);
+    RandomWeight b = random_weight(WeightFormat::kFP8, n1, K, 43);
+    auto x = random_rows(static_cast<size_t>(max_rows * K), 47);
+    float *dx = nullptr, *y0 = nullptr, *y1 = nullptr, *r0 = nullptr, *r1 = nullptr;
+    uint16_t* xb = nullptr;
+    ASSERT_EQ(cudaMalloc(&dx, x.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&xb, x.size() * 2), cudaSuccess);
+    for (float** p : {&y0, &r0}) ASSERT_EQ(cudaMalloc(p, max_rows * n0 * 4), cudaSuccess);
+    for (float** p : {&y1, &r1}) ASSERT_EQ(cudaMalloc(p, max_rows * n1 * 4), cudaSuccess);
+    (void)cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
+    ASSERT_EQ(cuda::quantize_fp8_bf16(dx, max_rows, K, xb, nullptr), cudaSuccess);
+    std::vector<void*> owned = {dx, xb, y0, y1, r0, r1};
+    auto upload = [&](const RandomWeight& w, int64_t n) {
+      uint8_t *wd = nullptr, *ws = nullptr, *wp = nullptr;
+      EXPECT_EQ(cudaMalloc(&wd, w.data.size()), cudaSuccess);
+      EXPECT_EQ(cudaMalloc(&ws, w.scale.size()), cudaSuccess);
+      EXPECT_EQ(cudaMalloc(&wp, static_cast<size_t>(cuda::wgmma_bf16_layout_bytes(n, K))),
+                cudaSuccess);
+      (void)cudaMemcpy(wd, w.data.data(), w.data.size(), cudaMemcpyHostToDevice);
+      (void)cudaMemcpy(ws, w.scale.data(), w.scale.size(), cudaMemcpyHostToDevice);
+      EXPECT_EQ(cuda::wgmma_bf16_permute(wd, n, K, wp, nullptr), cudaSuccess);
+      owned.insert(owned.end(), {wd, ws, wp});
+      return cuda::DeviceWeight{WeightFormat::kFP8, n, K, wp, ws};
+    };
+    const cuda::DeviceWeight w0 = upload(a, n0), w1 = upload(b, n1);
+    for (int64_t rows = 1; rows <= max_rows; ++rows) {
+      for (int v = 0; v <= cuda::kBf16DecodeVariants; ++v) {
+        const std::string what = std::to_string(n0) + "+" + std::to_string(n1) + ", " +
+                                 std::to_string(rows) + " rows, variant " + std::to_string(v);
+        for (float* p : {y0, r0}) (void)cudaMemset(p, 0xff, max_rows * n0 * 4);
+        for (float* p : {y1, r1}) (void)cudaMemset(p, 0xff, max_rows * n1 * 4);
+        ASSERT_EQ(cuda::block_scaled_gemm_bf16_decode(xb, rows, w0, r0, nullptr, 1), cudaSuccess);
+        ASSERT_EQ(cuda::block_scaled_gemm_bf16_decode(xb, rows, w1, r1, nullptr, 1), cudaSuccess);
+        ASSERT_EQ(cuda::block_scaled_gemm_bf16_decode_pair(xb, rows, w0, y0, w1, y1, nullptr, v),
+                  cudaSuccess)
+            << what;
+        for (const auto& [got, ref, n] : {std::tuple{y0, r0, n0}, std::tuple{y1, r1, n1}}) {
+          std::vector<float> g(static_cast<size_t>(rows * n)), r(g.size());
+          ASSERT_EQ(cudaMemcpy(g.data(), got, g.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+          ASSERT_EQ(cudaMemcpy(r.data(), ref, r.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+          expect_bitwise(g, r, ("pair launch " + what).c_str());
+        }
+      }
+    }
+    // Different K: refused.
+    const cuda::DeviceWeight other{WeightFormat::kFP8, n1, K / 2, w1.data, w1.scale};
+    EXPECT_NE(cuda::block_scaled_gemm_bf16_decode_pair(xb, 1, w0, y0, other, y1, nullptr),
+              cudaSuccess);
+    for (void* p : owned) (void)cudaFree(p);
   }
 }
 
