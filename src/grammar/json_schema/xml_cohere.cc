@@ -162,6 +162,8 @@ ExprId SchemaConverter::cohere_suffix(const json& s, const std::string& path, in
       return g_.alt({cohere_suffix(json{{"enum", strings}}, path, depth + 1),
                      json_form(json{{"enum", others}})});
   }
+  if (auto b = bounded_raw_text(g_, s, {kClose}))
+    return g_.seq({g_.literal(" type=\"raw\">"), as_rule(*b)});
   if (auto r = raw_constrained_string(g_, s)) return raw_form(*r);
   const std::string type = single_type(s);
   if (type == "object" && only_keys(s, {"type", "properties", "required", "additionalProperties"}))

@@ -206,9 +206,14 @@ Grammar SchemaConverter::xml_parameters_grammar(XmlStyle xml_style) {
     // The raw form (a string as written) and the JSON form; -1: none. A free value (true, {}) is
     // any raw text, as xgrammar writes it (the text of every JSON value is among them).
     ExprId raw_value = -1, json_value = -1;
+    bool raw_closes = false;  // raw_value reads its closing tag itself
     const bool free = v == json(true) || v == json::object();
     if (plain_string_schema(v) || free) {
       raw_value = raw;
+      raw_closes = true;
+    } else if (auto b = bounded_raw_text(g_, v, st.closes)) {
+      raw_value = as_rule(*b);
+      raw_closes = true;
     } else if (auto vals = string_enum_values(v)) {
       std::vector<ExprId> alts;
       for (const std::string& s : *vals)
@@ -226,7 +231,7 @@ Grammar SchemaConverter::xml_parameters_grammar(XmlStyle xml_style) {
       // A raw enum value: exactly as written for DSML (string="true" is not trimmed), with
       // whitespace around it elsewhere (Qwen writes values on lines of their own).
       auto raw_form = [&] {
-        if (raw_value == raw) return raw;
+        if (raw_closes) return raw_value;
         return deepseek ? g_.seq({raw_value, close}) : g_.seq({ws(), raw_value, ws(), close});
       };
       std::vector<ExprId> forms;

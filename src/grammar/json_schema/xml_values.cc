@@ -56,6 +56,28 @@ std::optional<ExprId> raw_constrained_string(Grammar& g, const json& s) {
   return g.ref(g.import(*sub, "xml_re" + std::to_string(g.rules().size()) + "_"));
 }
 
+std::optional<ExprId> bounded_raw_text(Grammar& g,
+                                       const json& s,
+                                       const std::vector<std::string>& closes) {
+  if (!s.is_object() || s.value("type", json()) != "string") return std::nullopt;
+  int64_t hi = -1;
+  for (const auto& [k, v] : s.items()) {
+    if (schema_note(k) || k == "type") continue;
+    if (k == "minLength" && v.is_number_integer() && v.get<int64_t>() == 0) continue;
+    if (k != "maxLength" || !v.is_number_integer() || v.get<int64_t>() < 0 ||
+        v.get<int64_t>() > 10000)
+      return std::nullopt;
+    hi = v.get<int64_t>();
+  }
+  if (hi < 0) return std::nullopt;
+  TagDispatchSpec spec;
+  spec.loop = false;
+  spec.stops = closes;
+  spec.stop_eos = false;
+  spec.max_chars = hi;
+  return g.tag_dispatch(std::move(spec));
+}
+
 std::optional<std::vector<uint32_t>> code_points(const std::string& s) {
   std::vector<uint32_t> out;
   for (size_t pos = 0; pos < s.size();) {

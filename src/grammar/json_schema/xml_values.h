@@ -21,6 +21,15 @@ bool schema_note(const std::string& keyword);
 // length range as that many characters other than '<'. nullopt: the value stays JSON.
 std::optional<ExprId> raw_constrained_string(Grammar& g, const json& s);
 
+// A string with only a maxLength (minLength 0 or absent) as raw text of at most that many code
+// points closed by the first of `closes` (included): a TagDispatch bounded by max_chars, whose
+// count states share masks (nfa.h MaskTwin) where a walk of [^<]{0,N} would visit the whole
+// vocabulary at every count. Any character may appear, as in xgrammar; the close ends the value
+// as the parsers read it. nullopt for other schemas.
+std::optional<ExprId> bounded_raw_text(Grammar& g,
+                                       const json& s,
+                                       const std::vector<std::string>& closes);
+
 // How a name is spelled, one unit per code point (`spell`), and what one unit outside a set of
 // code points (`other`: `first` for a name's first unit) and any tail of units (`tail`) are.
 struct NameSpelling {

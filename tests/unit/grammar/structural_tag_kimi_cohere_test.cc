@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "grammar/structural_tag/structural_tag.h"
+#include "mask_walk.h"
 #include "test_vocab.h"
 
 namespace di::grammar {
@@ -161,6 +162,41 @@ TEST(grammar_structural_tag_kimi_cohere, CohereXmlFreeValuesAndNames) {
   // An undeclared name is never a declared one (it would take the other schema).
   EXPECT_FALSE(matches(cg, cofl("a&lt;b", "raw", "x")));
   EXPECT_FALSE(matches(cg, cofl("a&b", "raw", "x")));  // a bare & is not a name
+}
+
+// Length-bounded strings: maxLength alone is any text of that many code points up to the close
+// (a bounded TagDispatch); with a minLength, characters other than '<'.
+TEST(grammar_structural_tag_kimi_cohere, LengthBoundedRawStrings) {
+  auto cg = styled("cohere_xml", R"({"type": "object", "properties": {"s": {"type": "string",
+      "maxLength": 3}, "m": {"type": "string", "minLength": 1, "maxLength": 2}}})");
+  ASSERT_TRUE(cg);
+  EXPECT_TRUE(matches(cg, cofl("s", "raw", "a<b") + cofl("m", "raw", "xy")));
+  EXPECT_TRUE(matches(cg, cofl("s", "raw", "")));
+  EXPECT_FALSE(matches(cg, cofl("s", "raw", "abcd")));
+  EXPECT_FALSE(matches(cg, cofl("m", "raw", "")));
+  EXPECT_FALSE(matches(cg, cofl("m", "raw", "a<")));
+  // A string with a raw form is only raw (narrower than the schema where it holds '<').
+  EXPECT_FALSE(matches(cg, cofl("m", "json", "\"ab\"")));
+  auto kimi_cg = styled("kimi_k3_xml", R"({"type": "object", "properties": {"s": {"type":
+      "string", "maxLength": 2}}, "required": ["s"]})");
+  ASSERT_TRUE(kimi_cg);
+  EXPECT_TRUE(matches(kimi_cg, kimi("s", "string", "<|")));
+  EXPECT_FALSE(matches(kimi_cg, kimi("s", "string", "<|c")));
+}
+
+// Masks equal one-by-one token acceptance along valid texts (multi-byte tokens straddle tags).
+TEST(grammar_structural_tag_kimi_cohere, MasksAgreeWithAcceptance) {
+  auto kimi_cg = styled("kimi_k3_xml", kWeather);
+  ASSERT_TRUE(kimi_cg);
+  EXPECT_TRUE(testing::walk_checking_masks(
+      kimi_cg, *trie(), kimi("days", "number", "12") + kimi("city", "string", "abc\"ab")));
+  auto cohere_cg = styled("cohere_xml", R"({"type": "object", "properties": {"a": {"type":
+      "array", "items": {"type": "integer"}}}, "required": ["a"]})");
+  ASSERT_TRUE(cohere_cg);
+  EXPECT_TRUE(testing::walk_checking_masks(
+      cohere_cg, *trie(),
+      cofl("a", "list", cofl("", "json", "12") + "\n" + cofl("", "json", " 3")) +
+          cofl("ba", "raw", "ab") + cofl("x", "dict", cofl("aaa", "json", "null"))));
 }
 
 TEST(grammar_structural_tag_kimi_cohere, ErrorsNameTheField) {
