@@ -11,18 +11,19 @@
 // allows several; its keys escape & and " as the renderer does.
 // A property whose schema is a plain string is raw text up to the first closing tag (the models'
 // parsers cut the value there; xgrammar's TagDispatch with that exclude); a string enum/const is
-// its raw values, an anchored pattern / a format / a length range is raw text where it cannot
-// hold '<'; every other value is JSON, with whitespace around it (the parsers trim it).
-// deepseek_xml agrees with our DSML tool calls (api/tool_call_grammar.cc) and ResponseParser
-// (recipe/parse/dsml_block.cc), which read string="true" as a raw string and string="false" as
-// JSON: the attribute is tied to the value's form (xgrammar lets either go with either), a raw
-// value keeps its whitespace (the parser does not trim it), and both spellings of the tag are
-// accepted (`｜DSML｜parameter`, xgrammar's and V3.2/V4's; `｜DSML｜ parameter`, V4.1's).
-// Parameters come in any order up to the any-order bound (each at most once, required ones
-// present), in schema order past it; whitespace separates them. Where additionalProperties allows
-// them (absent, true, a schema), undeclared parameters may come between any two: an identifier
-// name ([A-Za-z_][A-Za-z0-9_]*, xgrammar's) other than a declared one, and a value per that schema
-// (a free one, true or {}, is any raw text, as in xgrammar).
+// its raw values, a maxLength alone is any text of that length up to the close, an anchored
+// pattern / a format / a length range with a minimum is raw text where it cannot hold '<'; every
+// other value is JSON, with whitespace around it (the parsers trim it). deepseek_xml agrees with
+// our DSML tool calls (api/tool_call_grammar.cc) and ResponseParser (recipe/parse/dsml_block.cc),
+// which read string="true" as a raw string and string="false" as JSON: the attribute is tied to the
+// value's form (xgrammar lets either go with either), a raw value keeps its whitespace (the parser
+// does not trim it), and both spellings of the tag are accepted (`｜DSML｜parameter`, xgrammar's
+// and V3.2/V4's; `｜DSML｜ parameter`, V4.1's). Parameters come in any order up to the any-order
+// bound (each at most once, required ones present), in schema order past it; whitespace separates
+// them. Where additionalProperties allows them (absent, true, a schema), undeclared parameters may
+// come between any two: an identifier name ([A-Za-z_][A-Za-z0-9_]*, xgrammar's) other than a
+// declared one, and a value per that schema (a free one, true or {}, is any raw text, as in
+// xgrammar).
 #include <algorithm>
 
 #include "grammar/json_schema/converter.h"
