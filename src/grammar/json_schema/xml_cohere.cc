@@ -165,7 +165,8 @@ ExprId SchemaConverter::cohere_suffix(const json& s, const std::string& path, in
   if (auto b = bounded_raw_text(g_, s, {kClose}))
     return g_.seq({g_.literal(" type=\"raw\">"), as_rule(*b)});
   if (auto r = raw_constrained_string(g_, s)) return raw_form(*r);
-  const std::string type = single_type(s);
+  const std::string type =
+      s.contains("type") || !s.contains("properties") ? single_type(s) : "object";
   if (type == "object" && only_keys(s, {"type", "properties", "required", "additionalProperties"}))
     return g_.seq(
         {g_.literal(" type=\"dict\">"), ws(), cohere_object_body(s, path, depth + 1), ws(), close});
@@ -197,6 +198,10 @@ ExprId SchemaConverter::cohere_object_body(const json& s, const std::string& pat
     auto cps = code_points(k);
     if (k.empty() || !cps || std::find(cps->begin(), cps->end(), 0u) != cps->end())
       unsupported(path, "cohere_xml: property name '" + k + "' cannot be written as a name");
+    // The undeclared-name trie recurses once per character of a declared name.
+    if (k.size() > kMaxNameBytes)
+      unsupported(path, "cohere_xml: a property name longer than " + std::to_string(kMaxNameBytes) +
+                            " bytes");
     std::string name;
     for (uint32_t cp : *cps) name += cohere_unit(cp);
     declared.push_back(*cps);

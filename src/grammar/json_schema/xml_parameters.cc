@@ -267,6 +267,10 @@ Grammar SchemaConverter::xml_parameters_grammar(XmlStyle xml_style) {
   for (const auto& [k, v] : props.items()) {
     if (k.empty() || k.find_first_of(st.bad_key_chars) != std::string::npos)
       unsupported(path, me + ": property name '" + k + "' cannot be written as a parameter name");
+    // The undeclared-name trie recurses once per character of a declared name.
+    if (k.size() > kMaxNameBytes)
+      unsupported(path,
+                  me + ": a property name longer than " + std::to_string(kMaxNameBytes) + " bytes");
     declared.push_back(k);
     items.push_back(parameter(g_.literal(kimi ? kimi_escape(k) : k), v, "#/properties/" + k));
     req.push_back(std::find(required.begin(), required.end(), k) != required.end());

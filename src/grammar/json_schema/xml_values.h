@@ -38,6 +38,9 @@ struct NameSpelling {
   ExprId tail;
 };
 
+// The longest declared name the XML styles take (name_not_in recurses per code point).
+inline constexpr size_t kMaxNameBytes = 1024;
+
 // Every nonempty name of the spelling except `names` (code points each; names the spelling
 // cannot write need not be left out by the caller): a trie over the names, where any other unit
 // leaves it for the free tail.

@@ -199,6 +199,27 @@ TEST(grammar_structural_tag_kimi_cohere, MasksAgreeWithAcceptance) {
           cofl("ba", "raw", "ab") + cofl("x", "dict", cofl("aaa", "json", "null"))));
 }
 
+// $ref is followed, recursion included (a tree of dicts); properties without a type are a dict.
+TEST(grammar_structural_tag_kimi_cohere, CohereXmlRecursiveRefs) {
+  auto cg = styled("cohere_xml", R"({"$defs": {"node": {"properties": {"v": {"type": "integer"},
+      "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["v"],
+      "additionalProperties": false}}, "type": "object", "properties": {"root": {"$ref":
+      "#/$defs/node"}}, "required": ["root"], "additionalProperties": false})");
+  ASSERT_TRUE(cg);
+  const std::string leaf = cofl("", "dict", cofl("v", "json", "2"));
+  EXPECT_TRUE(matches(cg, cofl("root", "dict", cofl("v", "json", "1"))));
+  EXPECT_TRUE(matches(
+      cg, cofl("root", "dict",
+               cofl("v", "json", "1") +
+                   cofl("kids", "list",
+                        leaf + cofl("", "dict",
+                                    cofl("v", "json", "3") + cofl("kids", "list", leaf))))));
+  EXPECT_FALSE(matches(cg, cofl("root", "dict", cofl("kids", "list", leaf))));  // v required
+  EXPECT_FALSE(matches(
+      cg,
+      cofl("root", "dict", cofl("v", "json", "1") + cofl("kids", "list", cofl("", "dict", "")))));
+}
+
 TEST(grammar_structural_tag_kimi_cohere, ErrorsNameTheField) {
   EXPECT_NE(error_of("cohere_xml", R"({"type": "object", "anyOf": [{}]})")
                 .find("cohere_xml: the schema must be an object"),
@@ -208,6 +229,13 @@ TEST(grammar_structural_tag_kimi_cohere, ErrorsNameTheField) {
             std::string::npos);
   EXPECT_NE(error_of("kimi_k3_xml", R"({"type": "object", "properties": {"": {}}})")
                 .find("kimi_k3_xml: property name ''"),
+            std::string::npos);
+  const std::string long_name(2000, 'a');
+  EXPECT_NE(error_of("cohere_xml", R"({"properties": {")" + long_name + R"(": {}}})")
+                .find("cohere_xml: a property name longer than 1024 bytes"),
+            std::string::npos);
+  EXPECT_NE(error_of("qwen_xml", R"({"properties": {")" + long_name + R"(": {}}})")
+                .find("qwen_xml_parameter: a property name longer than 1024 bytes"),
             std::string::npos);
   EXPECT_NE(error_of("kimi_xml", R"({"type": "object"})")
                 .find("format.style: 'kimi_xml' is not supported (json, qwen_xml, minimax_xml, "
