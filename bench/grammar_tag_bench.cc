@@ -91,6 +91,15 @@ int main(int argc, char** argv) {
       "begin": "<｜DSML｜invoke name=\"get_weather\">\n", "end": "</｜DSML｜invoke>", "content":
       {"type": "json_schema", "style": "deepseek_xml", "json_schema": )") +
                              kSchemaW + "}}}";
+  // grammar11: kimi_k3_xml (open schema: undeclared arguments allowed) and cohere_xml.
+  const std::string kimi_tag = std::string(R"({"type": "structural_tag", "format": {"type": "tag",
+      "begin": "<|open|>call tool=\"get_weather\"<|sep|>", "end": "<|close|>call<|sep|>",
+      "content": {"type": "json_schema", "style": "kimi_k3_xml", "json_schema": )") +
+                               kSchemaW + "}}}";
+  const std::string cohere_tag = std::string(R"({"type": "structural_tag", "format": {"type":
+      "tag", "begin": "<cofl:tool_call name=\"get_weather\">", "end": "</cofl:tool_call>",
+      "content": {"type": "json_schema", "style": "cohere_xml", "json_schema": )") +
+                                 kSchemaW + "}}}";
   const std::string think = R"({"type": "structural_tag", "format": {"type": "sequence",
       "elements": [{"type": "tag", "begin": "<think>", "end": "</think>", "content": {"type":
       "any_text", "max_chars": 4096}}, {"type": "const_string", "value": "ok"}]}})";
@@ -120,6 +129,17 @@ int main(int argc, char** argv) {
            "parameter name=\"unit\" string=\"true\">c</" + d + "parameter>\n<" + d +
            "parameter name=\"days\" string=\"false\">3</" + d + "parameter>\n</" + d + "invoke>",
        [&](grammar::GrammarCompiler& c) { return c.compile_structural_tag(ds_tag); }},
+      {"kimi_k3_xml in a call tag (1 tool, 3 arguments, one undeclared)",
+       "<|open|>call tool=\"get_weather\"<|sep|>\n<|open|>argument key=\"city\" "
+       "type=\"string\"<|sep|>Paris<|close|>argument<|sep|>\n<|open|>argument key=\"days\" "
+       "type=\"number\"<|sep|>3<|close|>argument<|sep|>\n<|open|>argument key=\"note\" "
+       "type=\"string\"<|sep|>by train<|close|>argument<|sep|>\n<|close|>call<|sep|>",
+       [&](grammar::GrammarCompiler& c) { return c.compile_structural_tag(kimi_tag); }},
+      {"cohere_xml in a tool-call tag (1 tool, 3 parameters)",
+       "<cofl:tool_call name=\"get_weather\">\n<cofl:value name=\"city\" "
+       "type=\"raw\">Paris</cofl:value>\n<cofl:value name=\"unit\" type=\"raw\">c</cofl:value>"
+       "\n<cofl:value name=\"days\" type=\"json\">3</cofl:value>\n</cofl:tool_call>",
+       [&](grammar::GrammarCompiler& c) { return c.compile_structural_tag(cohere_tag); }},
       {"any_text max_chars 4096 in <think> (then \"ok\")",
        "<think>The user wants the weather in Paris for three days; I should call the tool with "
        "the city and the number of days, then summarise the forecast briefly.</think>ok",

@@ -84,12 +84,14 @@ for seed in range(1, 3):
 chat("autojson:1", {"seed": 1, "max_tokens": 60, "tool_choice": "auto",
                     "parallel_tool_calls": False, "response_format": {"type": "json_object"}})
 # grammar10: the deepseek_xml style inside the V4.1 DSML block (the reply's tool calls are parsed
-# by the response parser and validated), and a bounded reasoning tag (any_text max_chars).
+# by the response parser and validated), and a bounded reasoning tag (any_text max_chars). The
+# schema is closed: since grammar11 an open one also admits undeclared parameters, whose free
+# names a random model would fill until max_tokens (the unit tests cover them).
 dsx = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
        {"type": "const_string", "value": "<\uff5cDSML\uff5c calls>\n"},
        {"type": "tag", "begin": "<\uff5cDSML\uff5c invoke name=\"get_weather\">\n",
         "end": "</\uff5cDSML\uff5c invoke>", "content": {"type": "json_schema",
-        "style": "deepseek_xml", "json_schema": tools[0]["function"]["parameters"]}},
+        "style": "deepseek_xml", "json_schema": closed[0]}},
        {"type": "const_string", "value": "\n</\uff5cDSML\uff5c calls>"}]}}
 for seed in range(1, 4):
     chat("dsx:%d" % seed, {"seed": seed, "response_format": dsx})

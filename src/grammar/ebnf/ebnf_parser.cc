@@ -3,10 +3,12 @@
 // parse_ebnf boundary.
 #include "grammar/ebnf/ebnf_parser.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "grammar/ebnf/tag_dispatch_args.h"
 #include "grammar/ebnf/token_ref.h"
@@ -266,6 +268,7 @@ class EbnfParser {
       for (const std::string& r : a.rules) spec.rules.push_back(rule_id(r));
       return g_.tag_dispatch(std::move(spec));
     }
+    if (name == "Token" || name == "ExcludeToken") return parse_token_set(name);
     if (name != "Regex") fail("macro '" + name + "' is not supported", StatusCode::kUnimplemented);
     ++pos_;
     skip_space();
@@ -279,6 +282,40 @@ class EbnfParser {
     auto e = regex_to_expr(g_, pattern, RegexOptions{});
     if (!e) throw ParseError(e.status().code(), "in Regex(...): " + e.status().message());
     return *e;
+  }
+
+  // xgrammar's `Token(id, ...)` (one token among the ids) and `ExcludeToken(id, ...)` (one text
+  // token outside them, as `!<[id]>` for a set): at least one non-negative id, a trailing comma
+  // allowed. Each id resolves as `<[id]>` does (a vocabulary is needed, ids inside it).
+  ExprId parse_token_set(const std::string& name) {
+    ++pos_;  // '('
+    std::vector<int32_t> ids;
+    while (true) {
+      skip_space();
+      if (peek() == ')' && !ids.empty()) break;
+      if (peek() < '0' || peek() > '9')
+        fail(name + "() arguments must be non-negative integer token ids");
+      const size_t start = pos_;
+      while (peek() >= '0' && peek() <= '9' && pos_ - start < 11) ++pos_;
+      auto id =
+          resolve_token_ref("<[" + std::string(s_.substr(start, pos_ - start)) + "]>", vocab_);
+      if (!id) fail("in " + name + "(...): " + id.status().message());
+      ids.push_back(*id);
+      skip_space();
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      if (peek() != ')') fail("expected ',' or ')' in " + name + "(...)");
+      break;
+    }
+    ++pos_;  // ')'
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    if (name == "ExcludeToken") return g_.token_except(std::move(ids));
+    std::vector<ExprId> alts;
+    for (int32_t id : ids) alts.push_back(g_.token(id));
+    return alts.size() == 1 ? alts[0] : g_.alt(std::move(alts));
   }
 
   uint32_t parse_hex(int max_digits) {

@@ -78,6 +78,17 @@ class SchemaConverter {
   }
   // --- xml_parameters.cc: the structural tags' XML json_schema styles (schema_converter.h).
   Grammar xml_parameters_grammar(XmlStyle style);
+  // Parameters in any order (up to the bound; schema order past it), `extra` (undeclared ones)
+  // anywhere between; whitespace separates them.
+  ExprId xml_members(const std::vector<ExprId>& items,
+                     const std::vector<bool>& req,
+                     std::optional<ExprId> extra);
+  // --- xml_cohere.cc: cohere_xml, recursive <cofl:value name=".." type="..."> tags.
+  Grammar cohere_parameters_grammar();
+  ExprId cohere_suffix(const json& s, const std::string& path, int depth);
+  ExprId cohere_object_body(const json& s, const std::string& path, int depth);
+  ExprId cohere_list_body(const json& s, const std::string& path, int depth);
+  ExprId cohere_free_suffix();
   ExprId array_expr(const json& s, const std::string& path, int depth);
   ExprId literal_value(const json& v);
   ExprId pattern_members(const json& pp,

@@ -38,8 +38,10 @@ Expected<Grammar> json_schema_to_grammar(std::string_view schema_text,
 // `json_schema` styles; json_schema/xml_parameters.cc): qwen_xml
 // `<parameter=KEY>VALUE</parameter>`, minimax_xml `<parameter name="KEY">`, glm_xml
 // `<arg_key>KEY</arg_key><arg_value>`, deepseek_xml `<｜DSML｜parameter name="KEY"
-// string="true|false">`.
-enum class XmlStyle { kQwen, kMiniMax, kGlm, kDeepSeek };
+// string="true|false">`, kimi_k3_xml `<|open|>argument key="KEY" type="T"<|sep|>VALUE<|close|>
+// argument<|sep|>`; cohere_xml (xml_cohere.cc) `<cofl:value name="KEY" type="raw|json|dict|list">`
+// nested for objects and arrays.
+enum class XmlStyle { kQwen, kMiniMax, kGlm, kDeepSeek, kKimiK3, kCohere };
 Expected<Grammar> json_schema_to_xml_parameters_grammar(const nlohmann::ordered_json& schema,
                                                         XmlStyle style,
                                                         const JsonSchemaOptions& opts = {});

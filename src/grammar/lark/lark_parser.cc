@@ -36,18 +36,38 @@ class Builder {
       else if (const size_t body = header(s); body != kTemplate)
         defs.emplace_back(s, body);
     }
-    // %override: the new body replaces this grammar's definition or an imported common one.
+    // %override: the new body replaces this grammar's definition or an imported common one; a
+    // template's, by a template (its parameters may change, as in Lark).
     for (const Statement& o : overrides) {
       const std::string name = lark::defined_name(o);
+      if (is_template_header(o)) {
+        if (!templates_.erase(name))
+          fail(o.line, "%override of template '" + name + "', which is not a defined template");
+        header(o);
+        continue;
+      }
       if (!std::erase_if(defs,
                          [&](const auto& d) { return lark::defined_name(d.first) == name; }) &&
           !imported_.erase(name))
-        fail(o.line, "%override of '" + name + "', which is not defined (or a template)");
+        fail(o.line, "%override of '" + name + "', which is not defined" +
+                         (templates_.count(name) ? " as a rule (it is a template)" : ""));
       defined_.erase(name);
-      const size_t body = header(o);
-      if (body == kTemplate) fail(o.line, "%override of a template is not supported");
-      defs.emplace_back(o, body);
+      defs.emplace_back(o, header(o));
     }
+    // %extend of a template: more alternatives for every instance, with the same parameters
+    // (Lark refuses others).
+    std::erase_if(extends_, [&](const Statement& x) {
+      if (!is_template_header(x)) return false;
+      const std::string name = lark::defined_name(x);
+      auto tpl = templates_.find(name);
+      if (tpl == templates_.end())
+        fail(x.line, "%extend of template '" + name + "', which is not a defined template");
+      Template t = template_parts(x, name);
+      if (t.params != tpl->second.params)
+        fail(x.line, "%extend of template '" + name + "' with different parameters");
+      tpl->second.extensions.push_back(std::move(t));
+      return true;
+    });
     if (!ignores.empty()) ignore_ = g_.add_rule("__ignore");
     for (auto& [s, body] : defs) define(s, body, /*common=*/false);
     if (ignore_ >= 0) {
@@ -86,7 +106,7 @@ class Builder {
     while (i < s.text.size() && name_char(s.text[i])) ++i;
     if (i == b) fail(s.line, "expected a definition 'name: ...' or a %directive");
     const std::string name = s.text.substr(b, i - b);
-    if (i < s.text.size() && s.text[i] == '{') return template_header(s, name, i);
+    if (i < s.text.size() && s.text[i] == '{') return template_header(s, name);
     if (i < s.text.size() && s.text[i] == '.') {
       // A rule priority only ranks parses; a terminal priority steers Lark's lexer, which this
       // scannerless reading does not model (a terminal is just its language): neither changes
@@ -130,11 +150,28 @@ class Builder {
     Statement stmt;
     size_t body = 0;
     std::vector<std::string> params;
+    std::vector<Template> extensions;  // %extend: more alternatives, the same parameters
   };
   static constexpr size_t kTemplate = static_cast<size_t>(-1);
 
-  size_t template_header(const Statement& s, const std::string& name, size_t i) {
-    Template t{s, 0, {}};
+  static bool is_template_header(const Statement& s) {
+    const std::string name = lark::defined_name(s);
+    const size_t at = s.text.find(name) + name.size();
+    return at < s.text.size() && s.text[at] == '{';
+  }
+
+  size_t template_header(const Statement& s, const std::string& name) {
+    Template t = template_parts(s, name);
+    if (templates_.count(name) || defined_.count(name))
+      fail(s.line, "'" + name + "' is defined twice");
+    templates_.emplace(name, std::move(t));
+    return kTemplate;
+  }
+
+  // `name{p1, p2}: body`: the parameters and the offset of the body.
+  static Template template_parts(const Statement& s, const std::string& name) {
+    size_t i = s.text.find(name) + name.size();
+    Template t{s, 0, {}, {}};
     std::string cur;
     for (++i; i < s.text.size() && s.text[i] != '}'; ++i) {
       if (s.text[i] == ',') {
@@ -153,11 +190,8 @@ class Builder {
     for (++i; i < s.text.size() && s.text[i] == ' ';) ++i;
     if (i >= s.text.size() || s.text[i] != ':')
       fail(s.line, "expected ':' after '" + name + "{..}'");
-    if (templates_.count(name) || defined_.count(name))
-      fail(s.line, "'" + name + "' is defined twice");
     t.body = i + 1;
-    templates_.emplace(name, std::move(t));
-    return kTemplate;
+    return t;
   }
 
   RuleId instantiate(const std::string& name) {
@@ -203,7 +237,10 @@ class Builder {
     for (size_t i = 0; i < args.size(); ++i) bindings_[tpl->second.params[i]] = args[i];
     context_ = static_cast<int>(instances_.size());
     in_args_ = 0;
-    g_.set_body(r, parse_body(tpl->second.stmt, tpl->second.body, terminal_name(name)));
+    std::vector<ExprId> alts{parse_body(tpl->second.stmt, tpl->second.body, terminal_name(name))};
+    for (const Template& x : tpl->second.extensions)
+      alts.push_back(parse_body(x.stmt, x.body, terminal_name(name)));
+    g_.set_body(r, alts.size() == 1 ? alts[0] : g_.alt(std::move(alts)));
     std::tie(text_, pos_, line_, terminal_, bindings_, context_, in_args_) = saved;
     return r;
   }

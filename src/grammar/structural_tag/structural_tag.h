@@ -20,7 +20,9 @@
 //            `style: qwen_xml` and exclude_tokens lists of any length; since grammar10 the
 //            styles minimax_xml / glm_xml / deepseek_xml (json_schema/xml_parameters.cc),
 //            any_text `max_chars` / `max_tokens` and any_tokens `max_tokens`
-//            (leaf_formats.h). Other types are a 400 naming the type.
+//            (leaf_formats.h); since grammar11 the styles kimi_k3_xml (xml_parameters.cc) and
+//            cohere_xml (json_schema/xml_cohere.cc), and undeclared parameters in the XML
+//            styles. Other types are a 400 naming the type.
 // any_text, triggered_tags and tags_with_separator are "unlimited": inside a tag they run up to
 // the tag's end string (which they read themselves, as xgrammar does), elsewhere to the end of
 // the text, so they must come last in a sequence. Triggers become a TagDispatch (ir.h) whose

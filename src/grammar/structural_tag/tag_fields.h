@@ -109,8 +109,12 @@ inline std::optional<XmlStyle> xml_style(const std::string& style, const std::st
   if (style == "minimax_xml") return XmlStyle::kMiniMax;
   if (style == "deepseek_xml") return XmlStyle::kDeepSeek;
   if (style == "glm_xml") return XmlStyle::kGlm;
+  if (style == "kimi_k3_xml") return XmlStyle::kKimiK3;
+  if (style == "cohere_xml") return XmlStyle::kCohere;
   fail(path + ".style",
-       "'" + style + "' is not supported (json, qwen_xml, minimax_xml, deepseek_xml, glm_xml)");
+       "'" + style +
+           "' is not supported (json, qwen_xml, minimax_xml, deepseek_xml, glm_xml, kimi_k3_xml, "
+           "cohere_xml)");
 }
 
 // An optional bound (max_tokens, max_chars): -1 when absent or null, else an integer in

@@ -91,5 +91,53 @@ TEST(DsmlAgreement, DeepSeekXmlAndToolCallsAcceptAndParseTheSameParameters) {
   }
 }
 
+// Undeclared parameters (additionalProperties absent, true or a schema): deepseek_xml writes them
+// with the same string="true|false" forms and ResponseParser reads them back the same way; the
+// tool-call grammar never writes them (tool_choice keeps to declared parameters), and with
+// additionalProperties false neither does deepseek_xml.
+TEST(DsmlAgreement, UndeclaredParametersParseBackAsTheirForm) {
+  auto styled_for = [](const std::string& schema) {
+    return compile(grammar::structural_tag_to_grammar(
+        std::string(R"({"format": {"type": "sequence", "elements": [
+      {"type": "const_string", "value": "<｜DSML｜ calls>\n"},
+      {"type": "tag", "begin": "<｜DSML｜ invoke name=\"get_weather\">\n", "end": "</｜DSML｜ invoke>",
+       "content": {"type": "json_schema", "style": "deepseek_xml", "json_schema": )") +
+        schema + R"(}},
+      {"type": "const_string", "value": "\n</｜DSML｜ calls>"}]}})"));
+  };
+  OJson tools = {{"tools", {{{"name", "get_weather"}, {"parameters", OJson::parse(kParams)}}}},
+                 {"name", "get_weather"}};
+  auto calls = compile(tool_call_grammar(tools));
+  auto open = styled_for(kParams);
+  OJson closed_schema = OJson::parse(kParams);
+  closed_schema["additionalProperties"] = false;
+  auto closed = styled_for(closed_schema.dump());
+  OJson typed_schema = OJson::parse(kParams);
+  typed_schema["additionalProperties"] = {{"type", "integer"}};
+  auto typed = styled_for(typed_schema.dump());
+  ASSERT_TRUE(calls && open && closed && typed);
+  const std::string text =
+      block(param("city", true, "Rome") + param("note", true, "by <b>train</b>") +
+            param("days", false, "2") + param("extra", false, "{\"k\": [1, null]}"));
+  EXPECT_TRUE(matches(open, text));
+  EXPECT_FALSE(matches(calls, text));
+  EXPECT_FALSE(matches(closed, text));
+  EXPECT_FALSE(matches(typed, text));  // note and extra are not integers
+  recipe::ResponseParser parser({false, {}});
+  recipe::ParsedResponse parsed;
+  recipe::accumulate(parsed, parser.push(text));
+  recipe::accumulate(parsed, parser.finish());
+  ASSERT_EQ(parsed.tool_calls.size(), 1u);
+  EXPECT_EQ(json::parse(parsed.tool_calls[0].arguments),
+            json::parse(R"({"city": "Rome", "note": "by <b>train</b>", "days": 2,
+                "extra": {"k": [1, null]}})"));
+  const std::string numbers =
+      block(param("city", true, "Rome") + param("n", false, "7") + param("days", false, "2"));
+  EXPECT_TRUE(matches(typed, numbers));
+  EXPECT_FALSE(matches(typed, block(param("city", true, "Rome") + param("n", true, "7"))));
+  // An undeclared name is never a declared one: days keeps its own schema.
+  EXPECT_FALSE(matches(open, block(param("city", true, "Rome") + param("days", true, "x"))));
+}
+
 }  // namespace
 }  // namespace di::api

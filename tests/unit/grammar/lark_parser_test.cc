@@ -149,5 +149,48 @@ WORD: /[a-z]+/
   EXPECT_NE(error_of("start: \"a\"\n%declare X\n").find("post-lexer"), std::string::npos);
 }
 
+// Templates too: %override replaces a template (its parameters may change), %extend adds
+// alternatives to every instance (the same parameters, as Lark requires).
+TEST(grammar_lark, OverrideAndExtendTemplates) {
+  auto cg = compile(R"lark(start: pair{"a", "b"} ";" list{NUM}
+pair{x, y}: x "=" y
+list{e}: e ("," e)*
+NUM: /[0-9]+/
+%override pair{k, v}: k ":" v
+%extend list{e}: "[" e "]" | "-"
+)lark");
+  ASSERT_TRUE(cg);
+  using testing::matches;
+  EXPECT_TRUE(matches(cg, "a:b;1,22"));
+  EXPECT_TRUE(matches(cg, "a:b;[7]"));
+  EXPECT_TRUE(matches(cg, "a:b;-"));
+  EXPECT_FALSE(matches(cg, "a=b;1"));  // pair's old body is gone
+  EXPECT_FALSE(matches(cg, "a:b;[x]"));
+  EXPECT_FALSE(matches(cg, "a:b;[1,2]"));
+  // An extension reaches instances made inside other templates and recursive ones.
+  auto nested = compile(R"lark(start: wrap{"x"}
+wrap{v}: "(" opt{v} ")"
+opt{v}: v
+%extend opt{v}: v v | wrap{v}
+)lark");
+  ASSERT_TRUE(nested);
+  EXPECT_TRUE(matches(nested, "(x)"));
+  EXPECT_TRUE(matches(nested, "(xx)"));
+  EXPECT_TRUE(matches(nested, "((xx))"));
+  EXPECT_FALSE(matches(nested, "(xxx)"));
+  EXPECT_NE(error_of("start: t{\"a\"}\nt{x}: x\n%extend t{y}: y y\n")
+                .find("%extend of template 't' with different parameters"),
+            std::string::npos);
+  EXPECT_NE(error_of("start: \"a\"\n%extend t{x}: x\n")
+                .find("%extend of template 't', which is not a defined template"),
+            std::string::npos);
+  EXPECT_NE(error_of("start: r\nr: \"a\"\n%override r{x}: x\n")
+                .find("%override of template 'r', which is not a defined template"),
+            std::string::npos);
+  EXPECT_NE(error_of("start: t{\"a\"}\nt{x}: x\n%override t: \"b\"\n")
+                .find("%override of 't', which is not defined as a rule (it is a template)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace di::grammar

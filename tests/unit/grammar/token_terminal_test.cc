@@ -333,6 +333,52 @@ TEST(grammar_token_terminals, ThinkingBlockAndFastForward) {
   EXPECT_FALSE(mask.test(0));
 }
 
+// xgrammar's spellings: Token(ids) is one of the tokens, ExcludeToken(ids) one text token outside
+// them (as !<[id]> for a set of ids).
+TEST(grammar_token_terminals, XgrammarTokenAndExcludeTokenSpellings) {
+  auto trie = TokenTrie::build(tok_vocab());
+  auto same = parse_ebnf("root ::= Token(5) ExcludeToken( 2 )\n", "root", trie.get());
+  ASSERT_TRUE(same.has_value()) << same.status().message();
+  EXPECT_NE(same->to_string().find("<[5]> !<[2]>"), std::string::npos) << same->to_string();
+  GrammarCompiler c(trie);
+  auto cg = c.compile_ebnf("root ::= Token(5, 1,) ExcludeToken(3, 2, 3) Token(7)\n");
+  ASSERT_TRUE(cg.has_value()) << cg.status().message();
+  GrammarMatcher m(*cg);
+  TokenBitmask mask;
+  m.fill_next_token_bitmask(mask);
+  EXPECT_EQ(mask.count(), 2u);
+  EXPECT_TRUE(mask.test(1) && mask.test(5));
+  ASSERT_TRUE(m.accept_token(1));
+  m.fill_next_token_bitmask(mask);
+  for (int32_t t : {4, 5, 6, 7, 8}) EXPECT_TRUE(mask.test(t)) << t;
+  for (int32_t t : {0, 1, 2, 3, 9}) EXPECT_FALSE(mask.test(t)) << t;
+  EXPECT_FALSE(m.accept_token(2));
+  ASSERT_TRUE(m.accept_token(8));
+  EXPECT_FALSE(m.can_terminate());
+  EXPECT_FALSE(m.accept_token(5));
+  ASSERT_TRUE(m.accept_token(7));
+  EXPECT_TRUE(m.can_terminate());
+
+  // Only a following '(' makes a call: a rule may be named Token.
+  EXPECT_TRUE(parse_ebnf("root ::= Token\nToken ::= \"a\"\n", "root", trie.get()).has_value());
+  auto err = [&](const char* text, const TokenTrie* t) {
+    auto r = parse_ebnf(text, "root", t);
+    EXPECT_FALSE(r.has_value()) << text;
+    return r.has_value() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(err("root ::= Token()", trie.get()).find("Token() arguments must be non-negative"),
+            std::string::npos);
+  EXPECT_NE(err("root ::= ExcludeToken(-1)", trie.get()).find("ExcludeToken() arguments"),
+            std::string::npos);
+  EXPECT_NE(err("root ::= Token(\"a\")", trie.get()).find("non-negative integer token ids"),
+            std::string::npos);
+  EXPECT_NE(err("root ::= Token(10)", trie.get()).find("outside the vocabulary"),
+            std::string::npos);
+  EXPECT_NE(err("root ::= Token(1 2)", trie.get()).find("expected ',' or ')' in Token(...)"),
+            std::string::npos);
+  EXPECT_NE(err("root ::= Token(1)", nullptr).find("needs a vocabulary"), std::string::npos);
+}
+
 TEST(grammar_token_terminals, CacheKeyNamesTheVocabulary) {
   Vocabulary a = tok_vocab(), b = tok_vocab();
   b.token_bytes[1] = "<u>";
