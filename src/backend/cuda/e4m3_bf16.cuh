@@ -22,4 +22,20 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v) {
   return r;
 }
 
+// The mma.m16n8k16 A fragments of both k16 halves from a lane's 16 bytes of the lane-order
+// weight layout (wgmma_bf16_layout.cu: row g8 k 2q, 2q+1, 2q+8, 2q+9, the same + 16, then row
+// g8 + 8 likewise), for gemm_wgmma_bf16.cu's `frag` and gemm_bf16_decode.cu's block sums.
+__device__ __forceinline__ void lane_order_frags(const uint4& v,
+                                                 uint32_t (&a0)[4],
+                                                 uint32_t (&a1)[4]) {
+  a0[0] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x));
+  a0[2] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16));
+  a1[0] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y));
+  a1[2] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16));
+  a0[1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.z));
+  a0[3] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.z >> 16));
+  a1[1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.w));
+  a1[3] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.w >> 16));
+}
+
 }  // namespace di::backend::cuda

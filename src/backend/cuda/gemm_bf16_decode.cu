@@ -38,17 +38,10 @@ __device__ __forceinline__ uint4 load_stream(const uint8_t* p) {
 
 // The block sum of one 32-block for lane (g, q): its 16 weight bytes `v` and its B fragments
 // `xv` (k 2q, 2q + 1 and 2q + 8, 2q + 9 of each k16 half) as the pair of chained bf16 m16n8k16
-// MMAs from zero (gemm_wgmma_bf16.cu's `frag`: the A fragments of both k16 halves).
+// MMAs from zero (the A fragments as gemm_wgmma_bf16.cu's `frag` takes them).
 __device__ __forceinline__ void block_sum(const uint4& v, const uint32_t (&xv)[4], float (&d)[4]) {
   uint32_t a0[4], a1[4];
-  a0[0] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x));
-  a0[2] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16));
-  a1[0] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y));
-  a1[2] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16));
-  a0[1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.z));
-  a0[3] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.z >> 16));
-  a1[1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.w));
-  a1[3] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.w >> 16));
+  lane_order_frags(v, a0, a1);
   d[0] = d[1] = d[2] = d[3] = 0.0f;
   mma_bf16(d, a0, xv[0], xv[1]);
   mma_bf16(d, a1, xv[2], xv[3]);

@@ -164,14 +164,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
   auto frag = [&](int slot, int kk, uint32_t(&a0)[4], uint32_t(&a1)[4]) {
     if constexpr (kPerm) {
       const uint4 v = *reinterpret_cast<const uint4*>(wlane + slot * C::kStage + 512 * kk);
-      a0[0] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x));
-      a0[2] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16));
-      a1[0] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y));
-      a1[2] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16));
-      a0[1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.z));
-      a0[3] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.z >> 16));
-      a1[1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.w));
-      a1[3] = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.w >> 16));
+      lane_order_frags(v, a0, a1);
     } else {
       const uint8_t* r0 = base_ptr + (w_at(slot) - base) + orow * kStageK;
       auto ld = [&](int off) { return *reinterpret_cast<const uint16_t*>(r0 + off); };
