@@ -180,23 +180,25 @@ Status bench_hc_mixes(int64_t rows, double bw) {
       out, sizeof(HcCoefficients) * rows);
 }
 
-// dense_staged at the V4.1 shapes it serves: the compressor's wkv/wgate (5120 -> 512, bf16) and
-// the indexer's weights_proj (5120 -> 32, bf16).
-Status bench_dense_staged(int64_t rows, int64_t out, int64_t in, double bw) {
+// dense_staged and dense_octets at the V4.1 shapes they serve: the compressor's wkv/wgate (5120 ->
+// 512, bf16), the indexer's weights_proj (5120 -> 32), the router (5120 -> 16) and 512 -> 128.
+// The same inputs for both kernels, so equal output hashes mean equal bits.
+Status bench_dense_staged(int64_t rows, int64_t out, int64_t in, double bw, bool octets) {
   DeviceBuffers buf;
   DI_ASSIGN_OR_RETURN(float* x, buf.upload(random_floats(static_cast<size_t>(rows * in), 6)));
   DI_ASSIGN_OR_RETURN(auto w, rotated(buf, 2 * static_cast<size_t>(out * in), 7));
   DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(rows * out)));
   char name[64];
-  std::snprintf(name, sizeof name, "dense_staged bf16 %lld x %lld", static_cast<long long>(out),
-                static_cast<long long>(in));
+  std::snprintf(name, sizeof name, "%s bf16 %lld x %lld", octets ? "dense_octets" : "dense_staged",
+                static_cast<long long>(out), static_cast<long long>(in));
   const double bytes = 2.0 * out * in + 4.0 * rows * (in + out);
   return row(
       name, rows, bytes, bw,
       [&](int i, cudaStream_t s) {
         const DeviceWeight dw{WeightFormat::kBF16, out, in,
                               static_cast<const uint8_t*>(w[i % w.size()]), nullptr};
-        return backend::cuda::dense_staged(x, rows, dw, y, true, s);
+        return octets ? backend::cuda::dense_octets(x, rows, dw, y, true, s)
+                      : backend::cuda::dense_staged(x, rows, dw, y, true, s);
       },
       y, sizeof(float) * rows * out);
 }
@@ -354,9 +356,12 @@ Status run_small_ops_bench() {
     for (int64_t cols : {5120, 1536, 512}) DI_RETURN_IF_ERROR(bench_rms_norm(rows, cols, bw));
   }
   for (int64_t rows : {1, 8, 64}) DI_RETURN_IF_ERROR(bench_hc_mixes(rows, bw));
-  for (int64_t rows : {1, 8}) {
-    DI_RETURN_IF_ERROR(bench_dense_staged(rows, 512, 5120, bw));
-    DI_RETURN_IF_ERROR(bench_dense_staged(rows, 32, 5120, bw));
+  const int64_t dense_shapes[][2] = {{512, 5120}, {32, 5120}, {16, 5120}, {128, 512}};
+  for (int64_t rows : {1, 2, 8}) {
+    for (const auto& shape : dense_shapes) {
+      for (bool octets : {false, true})
+        DI_RETURN_IF_ERROR(bench_dense_staged(rows, shape[0], shape[1], bw, octets));
+    }
   }
   for (int64_t rows : {1, 8, 64}) {
     for (KvFormat f : {KvFormat::kFp8, KvFormat::kFp4})

@@ -369,6 +369,14 @@ bool dense_staged_applies(int64_t rows, const DeviceWeight& w);
 cudaError_t dense_staged(
     const float* x, int64_t rows, const DeviceWeight& w, float* y, bool round_bf16, cudaStream_t s);
 
+// --- dense_octets.cu (bitwise = dense_staged) ---
+// The same product for BF16 weights at 1-8 rows: an octet of threads per (output, row), a block
+// per four outputs over shared-memory copies of their weight rows. Needs K % 8 == 0, 16-byte
+// aligned weights and x rows, and 8 K bytes + 16.25 KB per row of shared memory <= 200 KB.
+bool dense_octets_applies(int64_t rows, const DeviceWeight& w);
+cudaError_t dense_octets(
+    const float* x, int64_t rows, const DeviceWeight& w, float* y, bool round_bf16, cudaStream_t s);
+
 // --- attention.cu ---
 // Sparse sink attention; keys are rows of `kv` (head_dim floats) named per query by
 // `key_index` [num_queries, num_keys], -1 for an empty slot (the layout FlashMLA's indices use).
