@@ -171,6 +171,69 @@ __global__ void hc_expand_kernel(const float* y,
   out[t] = round_bf16(__fadd_rn(__fmul_rn(c.post[j], y[r * dim + d]), mixed));
 }
 
+// The same two ops four columns a thread (dim % 4 == 0, 16-byte aligned rows), with 32-bit
+// index arithmetic: the one-value kernels above spent most of their instructions on 64-bit
+// divisions of the flat index (hc_expand at 256 rows: 46 us for 46 MB). Each output takes the
+// same operations in the same order as there.
+__global__ void hc_collapse4_kernel(
+    const float4* x, const float* pre, int rows, int hc, int dim4, float4* y) {
+  pdl::enter_dependent_grid();
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (t >= rows * dim4) return;
+  const int r = t / dim4, d = t - r * dim4;
+  float4 s = make_float4(0, 0, 0, 0);
+  for (int k = 0; k < hc; ++k) {
+    const float p = pre[r * hc + k];
+    const float4 v = x[static_cast<int64_t>(r * hc + k) * dim4 + d];
+    s = make_float4(__fadd_rn(s.x, __fmul_rn(p, v.x)), __fadd_rn(s.y, __fmul_rn(p, v.y)),
+                    __fadd_rn(s.z, __fmul_rn(p, v.z)), __fadd_rn(s.w, __fmul_rn(p, v.w)));
+  }
+  y[t] = make_float4(round_bf16(s.x), round_bf16(s.y), round_bf16(s.z), round_bf16(s.w));
+}
+
+// One thread per (row, four columns) writes those columns of every copy j (the hc residual
+// copies are read once for all of them).
+__global__ void hc_expand4_kernel(const float4* y,
+                                  const float4* residual,
+                                  const HcCoefficients* coeff,
+                                  int rows,
+                                  int hc,
+                                  int dim4,
+                                  float4* out) {
+  pdl::enter_dependent_grid();
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (t >= rows * dim4) return;
+  const int r = t / dim4, d = t - r * dim4;
+  const HcCoefficients& c = coeff[r];
+  const int64_t row = static_cast<int64_t>(r) * hc * dim4;
+  float4 res[HcCoefficients::kMaxHc];
+  for (int i = 0; i < hc; ++i) res[i] = residual[row + static_cast<int64_t>(i) * dim4 + d];
+  const float4 yv = y[t];
+  for (int j = 0; j < hc; ++j) {
+    float4 m = make_float4(0, 0, 0, 0);
+    for (int i = 0; i < hc; ++i) {
+      const float w = c.comb[i * hc + j];
+      m = make_float4(
+          __fadd_rn(m.x, __fmul_rn(w, res[i].x)), __fadd_rn(m.y, __fmul_rn(w, res[i].y)),
+          __fadd_rn(m.z, __fmul_rn(w, res[i].z)), __fadd_rn(m.w, __fmul_rn(w, res[i].w)));
+    }
+    const float p = c.post[j];
+    out[row + static_cast<int64_t>(j) * dim4 + d] =
+        make_float4(round_bf16(__fadd_rn(__fmul_rn(p, yv.x), m.x)),
+                    round_bf16(__fadd_rn(__fmul_rn(p, yv.y), m.y)),
+                    round_bf16(__fadd_rn(__fmul_rn(p, yv.z), m.z)),
+                    round_bf16(__fadd_rn(__fmul_rn(p, yv.w), m.w)));
+  }
+}
+
+// Whether the four-column kernels take rows x (hc copies of) dim: whole float4s, 16-byte aligned
+// rows, 32-bit thread indices, hc within HcCoefficients.
+bool four_columns(const void* a, const void* b, const void* c, int64_t rows, int hc, int64_t dim) {
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  return dim % 4 == 0 && aligned(a) && aligned(b) && aligned(c) && hc >= 1 &&
+         hc <= HcCoefficients::kMaxHc && rows * hc * dim < (int64_t{1} << 31);
+}
+
 // One block per (row, copy k); threads 0..7 run the chains of the three row reductions.
 // Compressor pooling (kernels::softmax_pool_channels): one thread per channel, the group loop in
 // the CPU's order. exp is recomputed in the last loop (the same value) rather than kept in a
@@ -286,6 +349,12 @@ cudaError_t hc_collapse(
     const float* x, const float* pre, int64_t rows, int hc, int64_t dim, float* y, cudaStream_t s) {
   const int64_t n = rows * dim;
   if (n == 0) return cudaSuccess;
+  if (four_columns(x, y, x, rows, hc, dim)) {
+    pdl::launch_dependent(hc_collapse4_kernel, dim3(grid_for(n / 4)), dim3(kThreads), 0, s,
+                          reinterpret_cast<const float4*>(x), pre, static_cast<int>(rows), hc,
+                          static_cast<int>(dim / 4), reinterpret_cast<float4*>(y));
+    return cudaGetLastError();
+  }
   pdl::launch_dependent(hc_collapse_kernel, dim3(grid_for(n)), dim3(kThreads), 0, s, x, pre, rows,
                         hc, dim, y);
   return cudaGetLastError();
@@ -301,6 +370,13 @@ cudaError_t hc_expand(const float* y,
                       cudaStream_t s) {
   const int64_t n = rows * hc * dim;
   if (n == 0) return cudaSuccess;
+  if (four_columns(y, residual, out, rows, hc, dim)) {
+    pdl::launch_dependent(hc_expand4_kernel, dim3(grid_for(rows * dim / 4)), dim3(kThreads), 0, s,
+                          reinterpret_cast<const float4*>(y),
+                          reinterpret_cast<const float4*>(residual), coeff, static_cast<int>(rows),
+                          hc, static_cast<int>(dim / 4), reinterpret_cast<float4*>(out));
+    return cudaGetLastError();
+  }
   pdl::launch_dependent(hc_expand_kernel, dim3(grid_for(n)), dim3(kThreads), 0, s, y, residual,
                         coeff, rows, hc, dim, out);
   return cudaGetLastError();

@@ -38,8 +38,15 @@ TEST(CudaBf16Convert, BothDirectionsAtEveryLengthAndAlignment) {
     std::memcpy(&x[i], &u, 4);
   }
   // Ties, both rounding directions, subnormals, signed zero and infinities.
-  const float special[] = {1.00390625f, 1.01171875f,  -2.0078125f, 1e-40f,    -1e-45f, -0.0f,
-                           0.0f,        3.40282e38f, std::numeric_limits<float>::infinity(),
+  const float special[] = {1.00390625f,
+                           1.01171875f,
+                           -2.0078125f,
+                           1e-40f,
+                           -1e-45f,
+                           -0.0f,
+                           0.0f,
+                           3.40282e38f,
+                           std::numeric_limits<float>::infinity(),
                            -std::numeric_limits<float>::infinity()};
   for (size_t i = 0; i < std::size(special); ++i) x[i * 7] = special[i];
   float *dx = nullptr, *dy = nullptr;

@@ -138,28 +138,32 @@ TEST_F(CudaOpsTest, RmsNormAndHyperConnectionsMatchCpuBitwise) {
     }
   }
 
-  const int hc = 4;
-  const int64_t dim = 96;
-  auto res = random_rows(static_cast<size_t>(rows * hc * dim), 33);
-  auto pre = random_rows(static_cast<size_t>(rows * hc), 34);
-  Rows yc(static_cast<size_t>(rows * dim)), yg(yc.size());
-  cpu_.hc_collapse({res.data(), rows, hc * dim}, pre.data(), hc, {yc.data(), rows, dim});
-  gpu_->hc_collapse({res.data(), rows, hc * dim}, pre.data(), hc, {yg.data(), rows, dim});
-  expect_bitwise(yg, yc, "hc_collapse");
+  // 96 and 5120: whole float4s (the four-column kernels); 98: the one-value kernels; hc 1-4.
+  for (const int hc : {4, 2, 1}) {
+    for (const int64_t dim : {int64_t{96}, int64_t{98}, int64_t{5120}}) {
+      const std::string what = "hc " + std::to_string(hc) + ", dim " + std::to_string(dim);
+      auto res = random_rows(static_cast<size_t>(rows * hc * dim), 33);
+      auto pre = random_rows(static_cast<size_t>(rows * hc), 34);
+      Rows yc(static_cast<size_t>(rows * dim)), yg(yc.size());
+      cpu_.hc_collapse({res.data(), rows, hc * dim}, pre.data(), hc, {yc.data(), rows, dim});
+      gpu_->hc_collapse({res.data(), rows, hc * dim}, pre.data(), hc, {yg.data(), rows, dim});
+      expect_bitwise(yg, yc, ("hc_collapse, " + what).c_str());
 
-  ManagedVector<HcCoefficients> coeff(static_cast<size_t>(rows));
-  std::mt19937 rng(35);
-  std::uniform_real_distribution<float> u(0.0f, 1.0f);
-  for (auto& c : coeff) {
-    for (float& v : c.post) v = u(rng);
-    for (float& v : c.comb) v = u(rng);
+      ManagedVector<HcCoefficients> coeff(static_cast<size_t>(rows));
+      std::mt19937 rng(35);
+      std::uniform_real_distribution<float> u(0.0f, 1.0f);
+      for (auto& c : coeff) {
+        for (float& v : c.post) v = u(rng);
+        for (float& v : c.comb) v = u(rng);
+      }
+      Rows oc(res.size()), og(res.size());
+      cpu_.hc_expand({yc.data(), rows, dim}, {res.data(), rows, hc * dim}, coeff.data(), hc,
+                     {oc.data(), rows, hc * dim});
+      gpu_->hc_expand({yc.data(), rows, dim}, {res.data(), rows, hc * dim}, coeff.data(), hc,
+                      {og.data(), rows, hc * dim});
+      expect_bitwise(og, oc, ("hc_expand, " + what).c_str());
+    }
   }
-  Rows oc(res.size()), og(res.size());
-  cpu_.hc_expand({yc.data(), rows, dim}, {res.data(), rows, hc * dim}, coeff.data(), hc,
-                 {oc.data(), rows, hc * dim});
-  gpu_->hc_expand({yc.data(), rows, dim}, {res.data(), rows, hc * dim}, coeff.data(), hc,
-                  {og.data(), rows, hc * dim});
-  expect_bitwise(og, oc, "hc_expand");
 }
 
 TEST_F(CudaOpsTest, TranscendentalOpsMatchCpuNearlyBitwise) {
