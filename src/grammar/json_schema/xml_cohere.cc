@@ -67,7 +67,8 @@ ExprId raw_up_to_close(Grammar& g) {
 bool only_keys(const json& s, std::initializer_list<const char*> allowed) {
   for (const auto& [k, v] : s.items()) {
     if (schema_note(k)) continue;
-    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; }))
+    const std::string& key = k;  // clang 14 cannot capture a structured binding
+    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; }))
       return false;
   }
   return true;
