@@ -5,30 +5,13 @@
 // schema, raw or JSON as the style writes it; none where it is false.
 #include <gtest/gtest.h>
 
-#include "grammar/structural_tag/structural_tag.h"
-#include "test_vocab.h"
+#include "structural_tag_helper.h"
 
 namespace di::grammar {
 namespace {
 
 using testing::matches;
-using testing::small_vocab;
-
-std::shared_ptr<const TokenTrie> trie() {
-  static const auto t = TokenTrie::build(small_vocab());
-  return t;
-}
-
-std::shared_ptr<const CompiledGrammar> styled(const std::string& style, const std::string& schema) {
-  auto g = structural_tag_to_grammar(R"({"format": {"type": "json_schema", "style": ")" + style +
-                                         R"(", "json_schema": )" + schema + "}}",
-                                     {}, trie().get());
-  EXPECT_TRUE(g.has_value()) << g.status().message();
-  if (!g) return nullptr;
-  auto cg = CompiledGrammar::create(*g, trie());
-  EXPECT_TRUE(cg.has_value());
-  return cg ? *cg : nullptr;
-}
+using testing::styled;
 
 std::string q(const std::string& key, const std::string& value) {
   return "<parameter=" + key + ">" + value + "</parameter>";

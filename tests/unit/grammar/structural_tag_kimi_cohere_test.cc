@@ -4,37 +4,17 @@
 // schema cannot be written.
 #include <gtest/gtest.h>
 
-#include "grammar/structural_tag/structural_tag.h"
 #include "mask_walk.h"
-#include "test_vocab.h"
+#include "structural_tag_helper.h"
 
 namespace di::grammar {
 namespace {
 
 using testing::matches;
-using testing::small_vocab;
-
-std::shared_ptr<const TokenTrie> trie() {
-  static const auto t = TokenTrie::build(small_vocab());
-  return t;
-}
-
-std::shared_ptr<const CompiledGrammar> styled(const std::string& style, const std::string& schema) {
-  auto g = structural_tag_to_grammar(R"({"format": {"type": "json_schema", "style": ")" + style +
-                                         R"(", "json_schema": )" + schema + "}}",
-                                     {}, trie().get());
-  EXPECT_TRUE(g.has_value()) << g.status().message();
-  if (!g) return nullptr;
-  auto cg = CompiledGrammar::create(*g, trie());
-  EXPECT_TRUE(cg.has_value());
-  return cg ? *cg : nullptr;
-}
+using testing::styled;
 
 std::string error_of(const std::string& style, const std::string& schema) {
-  auto g = structural_tag_to_grammar(R"({"format": {"type": "json_schema", "style": ")" + style +
-                                         R"(", "json_schema": )" + schema + "}}",
-                                     {}, trie().get());
-  return g ? "" : g.status().message();
+  return testing::tag_error(testing::styled_tag(style, schema));
 }
 
 const char* kWeather = R"({"type": "object", "properties": {"city": {"type": "string"},
@@ -189,12 +169,13 @@ TEST(grammar_structural_tag_kimi_cohere, MasksAgreeWithAcceptance) {
   auto kimi_cg = styled("kimi_k3_xml", kWeather);
   ASSERT_TRUE(kimi_cg);
   EXPECT_TRUE(testing::walk_checking_masks(
-      kimi_cg, *trie(), kimi("days", "number", "12") + kimi("city", "string", "abc\"ab")));
+      kimi_cg, *testing::small_trie(),
+      kimi("days", "number", "12") + kimi("city", "string", "abc\"ab")));
   auto cohere_cg = styled("cohere_xml", R"({"type": "object", "properties": {"a": {"type":
       "array", "items": {"type": "integer"}}}, "required": ["a"]})");
   ASSERT_TRUE(cohere_cg);
   EXPECT_TRUE(testing::walk_checking_masks(
-      cohere_cg, *trie(),
+      cohere_cg, *testing::small_trie(),
       cofl("a", "list", cofl("", "json", "12") + "\n" + cofl("", "json", " 3")) +
           cofl("ba", "raw", "ab") + cofl("x", "dict", cofl("aaa", "json", "null"))));
 }

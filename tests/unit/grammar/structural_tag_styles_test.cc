@@ -4,42 +4,23 @@
 // (max_chars, max_tokens): what they accept, and a 400 naming the field where they cannot.
 #include <gtest/gtest.h>
 
-#include "grammar/structural_tag/structural_tag.h"
 #include "mask_walk.h"
-#include "test_vocab.h"
+#include "structural_tag_helper.h"
 
 namespace di::grammar {
 namespace {
 
+using testing::compile_tag;
 using testing::matches;
-using testing::small_vocab;
-
-std::shared_ptr<const TokenTrie> trie() {
-  static const auto t = TokenTrie::build(small_vocab());
-  return t;
-}
-
-std::shared_ptr<const CompiledGrammar> compile(const std::string& json) {
-  auto g = structural_tag_to_grammar(json, {}, trie().get());
-  EXPECT_TRUE(g.has_value()) << g.status().message();
-  if (!g) return nullptr;
-  auto cg = CompiledGrammar::create(*g, trie());
-  EXPECT_TRUE(cg.has_value());
-  return cg ? *cg : nullptr;
-}
-
-std::string error_of(const std::string& json) {
-  auto g = structural_tag_to_grammar(json, {}, trie().get());
-  return g ? "" : g.status().message();
-}
+using testing::small_trie;
+using testing::tag_error;
 
 const char* kSchema = R"({"type": "object", "properties": {"city": {"type": "string"},
     "days": {"type": "integer"}, "unit": {"type": "string", "enum": ["c", "f"]}},
     "required": ["city", "days"]})";
 
 std::shared_ptr<const CompiledGrammar> styled(const std::string& style) {
-  return compile(std::string(R"({"format": {"type": "json_schema", "style": ")") + style +
-                 R"(", "json_schema": )" + kSchema + "}}");
+  return compile_tag(testing::styled_tag(style, kSchema));
 }
 
 TEST(grammar_structural_tag_styles, MiniMaxXml) {
@@ -129,8 +110,8 @@ TEST(grammar_structural_tag_styles, ConstrainedStringsAreRawWhereSafe) {
       "date"}, "n": {"type": "string", "maxLength": 3}, "free": {"type": "string", "pattern":
       "a"}}, "required": ["code"]})";
   auto mm =
-      compile(R"({"format": {"type": "json_schema", "style": "minimax_xml", "json_schema": )" +
-              schema + "}}");
+      compile_tag(R"({"format": {"type": "json_schema", "style": "minimax_xml", "json_schema": )" +
+                  schema + "}}");
   ASSERT_TRUE(mm);
   const std::string p = "<parameter name=\"";
   EXPECT_TRUE(matches(mm, p + "code\">AB</parameter>" + p + "d\">\n2024-02-29\n</parameter>" + p +
@@ -145,8 +126,8 @@ TEST(grammar_structural_tag_styles, ConstrainedStringsAreRawWhereSafe) {
   EXPECT_FALSE(matches(mm, p + "code\">AB</parameter>" + p + "n\">a</parameter>b</parameter>"));
   EXPECT_FALSE(matches(mm, p + "code\">AB</parameter>" + p + "free\">zaz</parameter>"));
   auto ds =
-      compile(R"({"format": {"type": "json_schema", "style": "deepseek_xml", "json_schema": )" +
-              schema + "}}");
+      compile_tag(R"({"format": {"type": "json_schema", "style": "deepseek_xml", "json_schema": )" +
+                  schema + "}}");
   ASSERT_TRUE(ds);
   const std::string q =
       "<\xEF\xBD\x9C"
@@ -162,31 +143,31 @@ TEST(grammar_structural_tag_styles, ConstrainedStringsAreRawWhereSafe) {
 }
 
 TEST(grammar_structural_tag_styles, StyleErrorsNameTheField) {
-  EXPECT_NE(error_of(R"({"format": {"type": "json_schema", "style": "kimi_xml",
+  EXPECT_NE(tag_error(R"({"format": {"type": "json_schema", "style": "kimi_xml",
       "json_schema": {"type": "object"}}})")
                 .find("format.style: 'kimi_xml' is not supported"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"format": {"type": "json_schema", "style": "deepseek_xml",
+  EXPECT_NE(tag_error(R"({"format": {"type": "json_schema", "style": "deepseek_xml",
       "json_schema": {"type": "object", "anyOf": [{}]}}})")
                 .find("deepseek_xml: keyword 'anyOf'"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"format": {"type": "json_schema", "style": "minimax_xml",
+  EXPECT_NE(tag_error(R"({"format": {"type": "json_schema", "style": "minimax_xml",
       "json_schema": {"type": "object", "properties": {"a\"b": {}}}}})")
                 .find("minimax_xml: property name 'a\"b'"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"format": {"type": "json_schema", "style": "glm_xml",
+  EXPECT_NE(tag_error(R"({"format": {"type": "json_schema", "style": "glm_xml",
       "json_schema": {"type": "object", "properties": {"a": {"type": "strin"}}}}})")
                 .find("format.json_schema"),
             std::string::npos);
 }
 
 bool walk_checking_masks(const std::shared_ptr<const CompiledGrammar>& cg, std::string text) {
-  return testing::walk_checking_masks(cg, *trie(), std::move(text));
+  return testing::walk_checking_masks(cg, *small_trie(), std::move(text));
 }
 
 TEST(grammar_structural_tag_styles, AnyTextMaxChars) {
   // At the end of the text: at most 3 code points (U+00E9 is one).
-  auto top = compile(R"({"format": {"type": "any_text", "max_chars": 3}})");
+  auto top = compile_tag(R"({"format": {"type": "any_text", "max_chars": 3}})");
   ASSERT_TRUE(top);
   EXPECT_TRUE(matches(top, ""));
   EXPECT_TRUE(matches(top, "a\xC3\xA9z"));
@@ -195,7 +176,7 @@ TEST(grammar_structural_tag_styles, AnyTextMaxChars) {
   EXPECT_FALSE(matches(top, "a\x80\x80\x80\x80"));
   EXPECT_FALSE(matches(top, "\xC3"));
   // In a tag: the end is not counted, an end string spans the limit, excludes hold.
-  auto tag = compile(R"({"format": {"type": "tag", "begin": "<t>", "end": "</t>", "content":
+  auto tag = compile_tag(R"({"format": {"type": "tag", "begin": "<t>", "end": "</t>", "content":
       {"type": "any_text", "excludes": ["xy"], "max_chars": 4}}})");
   ASSERT_TRUE(tag);
   EXPECT_TRUE(matches(tag, "<t></t>"));
@@ -205,7 +186,7 @@ TEST(grammar_structural_tag_styles, AnyTextMaxChars) {
   EXPECT_FALSE(matches(tag, "<t>axy</t>"));
   EXPECT_FALSE(matches(tag, "<t>ab</t>c</t>"));
   // Masks far from the bound come from a twin state (nfa.h MaskTwin); near it they count.
-  auto longer = compile(R"({"format": {"type": "tag", "begin": "<t>", "end": "</t>", "content":
+  auto longer = compile_tag(R"({"format": {"type": "tag", "begin": "<t>", "end": "</t>", "content":
       {"type": "any_text", "excludes": ["xy"], "max_chars": 12}}})");
   ASSERT_TRUE(longer);
   EXPECT_TRUE(walk_checking_masks(longer,
@@ -214,48 +195,48 @@ TEST(grammar_structural_tag_styles, AnyTextMaxChars) {
   EXPECT_TRUE(walk_checking_masks(longer, "<t>abcaaabcaaab</t>"));
   EXPECT_FALSE(walk_checking_masks(longer, "<t>abcaaabcaaabc</t>"));
   // xgrammar's example: the end string also excluded (the end wins where both complete).
-  auto think = compile(R"({"format": {"type": "tag", "begin": "<think>", "end": "</think>",
+  auto think = compile_tag(R"({"format": {"type": "tag", "begin": "<think>", "end": "</think>",
       "content": {"type": "any_text", "excludes": ["</think>"], "max_chars": 5}}})");
   ASSERT_TRUE(think);
   EXPECT_TRUE(matches(think, "<think>a</b></think>"));
   EXPECT_FALSE(matches(think, "<think>a</b>c</think>"));
-  auto zero = compile(R"({"format": {"type": "tag", "begin": "<t>", "end": "</t>", "content":
+  auto zero = compile_tag(R"({"format": {"type": "tag", "begin": "<t>", "end": "</t>", "content":
       {"type": "any_text", "max_chars": 0}}})");
   ASSERT_TRUE(zero);
   EXPECT_TRUE(matches(zero, "<t></t>"));
   EXPECT_FALSE(matches(zero, "<t>a</t>"));
-  EXPECT_NE(error_of(R"({"format": {"type": "any_text", "max_chars": -1}})")
+  EXPECT_NE(tag_error(R"({"format": {"type": "any_text", "max_chars": -1}})")
                 .find("format.max_chars: must be null or an integer"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"format": {"type": "tag", "begin": "<t>", "end": "</think>",
+  EXPECT_NE(tag_error(R"({"format": {"type": "tag", "begin": "<t>", "end": "</think>",
       "content": {"type": "any_text", "max_chars": 100000}}})")
                 .find("format.content.max_chars: 100000 cannot be enforced"),
             std::string::npos);
 }
 
 TEST(grammar_structural_tag_styles, MaxTokens) {
-  const int32_t a = trie()->find_token("a");
+  const int32_t a = small_trie()->find_token("a");
   ASSERT_GE(a, 0);
-  auto any = compile(R"({"format": {"type": "any_tokens", "max_tokens": 2}})");
+  auto any = compile_tag(R"({"format": {"type": "any_tokens", "max_tokens": 2}})");
   ASSERT_TRUE(any);
   GrammarMatcher m(any);
   EXPECT_TRUE(m.accept_token(a));
   EXPECT_TRUE(m.accept_token(a));
   EXPECT_FALSE(m.accept_token(a));
   EXPECT_TRUE(m.can_terminate());
-  auto text = compile(R"({"format": {"type": "any_text", "max_tokens": 1}})");
+  auto text = compile_tag(R"({"format": {"type": "any_text", "max_tokens": 1}})");
   ASSERT_TRUE(text);
   GrammarMatcher t(text);
   EXPECT_TRUE(t.accept_token(a));
   EXPECT_FALSE(t.accept_token(a));
-  EXPECT_NE(error_of(R"({"format": {"type": "tag", "begin": "<t>", "end": "</t>", "content":
+  EXPECT_NE(tag_error(R"({"format": {"type": "tag", "begin": "<t>", "end": "</t>", "content":
       {"type": "any_text", "max_tokens": 5}}})")
                 .find("format.content.max_tokens: cannot be enforced next to an enclosing end"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"format": {"type": "any_tokens", "max_tokens": 20000}})")
+  EXPECT_NE(tag_error(R"({"format": {"type": "any_tokens", "max_tokens": 20000}})")
                 .find("format.max_tokens: above 10000"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"format": {"type": "any_tokens", "max_tokens": "3"}})")
+  EXPECT_NE(tag_error(R"({"format": {"type": "any_tokens", "max_tokens": "3"}})")
                 .find("format.max_tokens: must be null or an integer"),
             std::string::npos);
 }
