@@ -17,6 +17,8 @@ Status run_small_ops_bench();
 Status run_latency_ops_bench();
 // --mix-pipe: hc_mix_products at 1-64 rows, the staged kernel vs the pipelined one.
 Status run_mix_pipe_bench();
+// --mix-rows: hc_mix_rows at 65-16,384 rows, session 7's kernel vs the by-lane staged one.
+Status run_mix_rows_bench();
 
 // Shared by these benches: one launch i of a timed graph on stream s.
 using Launch = std::function<cudaError_t(int, cudaStream_t)>;

@@ -1,6 +1,8 @@
 // hc_mix_rows (the mix products of many rows) against kernels::dot_f32's order, bitwise: every
-// output and sum of squares, at row counts that fill a block or leave one row alone, hc * dim with
-// and without a tail (the lanes' order, the combine and the tail are all the CPU's).
+// output and sum of squares, at row counts that pick each rows-per-block tile (2, 4, 8, 16) with
+// a partial last block, one to seven output groups (hc 1, 2, 4, 8), hc * dim with and without a
+// tail, a last chunk shorter than the staged one, chains shorter than one 16-byte load (the
+// lanes' order, the combine and the tail are all the CPU's).
 #include <cstring>
 
 #include "backend/cuda/hc_mix_pipe.h"
@@ -34,8 +36,9 @@ TEST_F(CudaOpsTest, HcMixRowsEqualDotF32Bitwise) {
     int hc;
     int64_t rows, dim;
   };
-  for (const Case& k :
-       {Case{4, 65, 5120}, Case{4, 256, 5120}, Case{4, 3, 97}, Case{8, 7, 301}, Case{2, 130, 1}}) {
+  for (const Case& k : {Case{4, 65, 5120}, Case{4, 256, 5120}, Case{4, 3, 97}, Case{8, 7, 301},
+                        Case{2, 130, 1}, Case{4, 1030, 257}, Case{4, 2050, 640}, Case{4, 4100, 320},
+                        Case{8, 300, 64}, Case{1, 70, 13}}) {
     const int64_t hc_dim = k.hc * k.dim;
     const int mix = (2 + k.hc) * k.hc;
     ASSERT_TRUE(cuda::hc_mix_rows_supports(mix));
