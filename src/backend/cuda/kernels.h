@@ -315,7 +315,11 @@ inline constexpr int64_t kDenseGemvMaxRows = 8;
 // 128; 16- and 32-row tiles up to 16 and 32 rows, kSharedTileWide forces the 64-row one). kAuto
 // picks by rows and outputs (the overload without `kernel`); the others force one (tests and
 // benchmarks).
-enum class DenseTcKernel { kAuto, kRowGroups, kSharedTile, kSharedTileWide };
+// kWgmma (sm_90 only, cudaErrorNotSupported elsewhere): the shared-tile shapes on wgmma with the
+// same bits (dense_bf16_wgmma.cu; 64-row tiles up to 64 rows, kWgmmaWide forces the 128-row one);
+// kAuto takes it on sm_90 from kDenseTcWgmmaMinRows rows.
+enum class DenseTcKernel { kAuto, kRowGroups, kSharedTile, kSharedTileWide, kWgmma, kWgmmaWide };
+inline constexpr int64_t kDenseTcWgmmaMinRows = 64;
 inline constexpr int64_t kDenseTcTiledMinRows = 16;  // wo_a: 16-row tile 39 vs 53 us at 16 rows
 inline constexpr int64_t kDenseTcTiledMinOutputs = 32768;  // 256 feature tiles: 2 per SM
 bool dense_bf16_tc_supports(const DeviceWeight& w, int groups);
