@@ -65,8 +65,10 @@ Status bench_shape(const char* name, int64_t out, int64_t in, int groups, const 
                                  {DenseTcKernel::kSharedTileWide, "shared tile, 64 rows"},
                                  {DenseTcKernel::kWgmma, "wgmma"},
                                  {DenseTcKernel::kWgmmaWide, "wgmma, 128 rows"},
+                                 {DenseTcKernel::kWgmmaDrain, "wgmma, drained per stage"},
                                  {DenseTcKernel::kAuto, "auto"}}) {
-      if ((kernel == DenseTcKernel::kWgmma || kernel == DenseTcKernel::kWgmmaWide) &&
+      if ((kernel == DenseTcKernel::kWgmma || kernel == DenseTcKernel::kWgmmaWide ||
+           kernel == DenseTcKernel::kWgmmaDrain) &&
           !backend::cuda::dense_bf16_wgmma_available()) {
         continue;
       }

@@ -360,16 +360,21 @@ cudaError_t dense_bf16_tc(const uint16_t* x,
   }
   const int splits = k_splits(w.in_features);
   const bool tiled_ok = dense_bf16_tc_tiled_supports(w, groups);
-  const bool force_wgmma = kernel == DenseTcKernel::kWgmma || kernel == DenseTcKernel::kWgmmaWide;
+  const bool force_wgmma = kernel == DenseTcKernel::kWgmma || kernel == DenseTcKernel::kWgmmaWide ||
+                           kernel == DenseTcKernel::kWgmmaDrain;
   const bool force_tile = force_wgmma || kernel == DenseTcKernel::kSharedTile ||
                           kernel == DenseTcKernel::kSharedTileWide;
   if (force_tile && !tiled_ok) return cudaErrorInvalidValue;
   // The wgmma kernel gives the shared tile's bits too (dense_bf16_wgmma.cu); on sm_90 it takes
-  // the shared tile's many-row calls (measured: docs/benchmarks.md, "headwg").
-  if (force_wgmma || (kernel == DenseTcKernel::kAuto && tiled_ok && rows >= kDenseTcWgmmaMinRows &&
+  // the shared tile's many-row calls (measured: docs/benchmarks.md, "headwg": the head from 64
+  // rows, wo_a from 32).
+  const int64_t wgmma_rows =
+      w.out_features >= kDenseTcTiledMinOutputs ? kDenseTcWgmmaMinRows : kDenseTcWgmmaMinRowsFew;
+  if (force_wgmma || (kernel == DenseTcKernel::kAuto && tiled_ok && rows >= wgmma_rows &&
                       dense_bf16_wgmma_available())) {
     return dense_bf16_wgmma(x, rows, w, groups, splits, y, round_bf16, s,
-                            kernel == DenseTcKernel::kWgmmaWide);
+                            kernel == DenseTcKernel::kWgmmaWide,
+                            kernel == DenseTcKernel::kWgmmaDrain);
   }
   // Both kernels give the same bits, so the choice may depend on host-known sizes. Measured on
   // the H200 (docs/benchmarks.md): the shared tile wins at every row count once its feature

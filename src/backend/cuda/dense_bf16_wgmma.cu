@@ -71,7 +71,7 @@ __device__ __forceinline__ void wgmma_rows(float (&d)[BT / 2], const uint32_t (&
 
 // x: bf16 [rows, x_stride] (the group's slice starts at (feature / group_out) * k), w: bf16
 // [n_out, k], y: [rows, n_out]. k % 32 == 0, k_part % 32 == 0, group_out % 128 == 0.
-template <int BT, int ST>
+template <int BT, int ST, bool kOverlap>
 __global__ void __launch_bounds__(kThreads, 1)
     dense_bf16_wgmma_kernel(const uint16_t* __restrict__ x,
                             int64_t rows,
@@ -133,17 +133,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   bool first_part = true;
   int64_t part_end = k_part;
 
+  // kOverlap: a stage's wgmmas stay in flight across the next barrier (each thread waits only
+  // for the stage before), so the copies run kAhead = ST - 2 stages ahead into the slot of stage
+  // s - 2; otherwise they are drained per stage and the copies run ST - 1 ahead.
+  constexpr int kAhead = kOverlap ? ST - 2 : ST - 1;
 #pragma unroll 1
-  for (int s = 0; s < ST - 1; ++s) {
+  for (int s = 0; s < kAhead; ++s) {
     if (s < stages) load_stage(s);
     cp_async_commit();
   }
 #pragma unroll 1
   for (int s = 0; s < stages; ++s) {
-    cp_async_wait<ST - 2>();
+    cp_async_wait<kAhead - 1>();
     wg::fence_proxy_async();  // this thread's cp.async writes before wgmma's async-proxy reads
-    __syncthreads();          // stage s landed for every thread; stage s - 1's slot is free
-    if (s + ST - 1 < stages) load_stage(s + ST - 1);
+    __syncthreads();          // stage s landed for every thread; the slot loaded next is free
+    if (s + kAhead < stages) load_stage(s + kAhead);
     cp_async_commit();
     const uint16_t* sw = reinterpret_cast<const uint16_t*>(base + (s % ST) * S::kStage);
     const uint32_t sx = base_s + (s % ST) * S::kStage + S::kW;
@@ -155,7 +159,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       const uint4 a = *reinterpret_cast<const uint4*>(wb);
       const uint4 b = *reinterpret_cast<const uint4*>(wb + 8 * 32);
       const uint32_t a0[4] = {a.x, b.x, a.y, b.y}, a1[4] = {a.z, b.z, a.w, b.w};
-      wg::fence_regs(acc);
+      // (No register fence while the previous group may still write acc: ptxas would wait for it.)
+      if constexpr (!kOverlap) wg::fence_regs(acc);
       wg::wgmma_fence();
       wgmma_rows<BT>(acc, a0, wg::desc_sw128(sx + 64 * h));
       wgmma_rows<BT>(acc, a1, wg::desc_sw128(sx + 64 * h + 32));
@@ -172,9 +177,15 @@ __global__ void __launch_bounds__(kThreads, 1)
         part_end += k_part;
       }
     }
-    wg::wgmma_wait<0>();
-    wg::fence_regs(acc);
+    if constexpr (kOverlap) {
+      wg::wgmma_wait<1>();
+    } else {
+      wg::wgmma_wait<0>();
+      wg::fence_regs(acc);
+    }
   }
+  wg::wgmma_wait<0>();
+  wg::fence_regs(acc);
   cp_async_wait<0>();
 
   // sum[4j + e]: feature wrow + 8 (e / 2), row 8j + 2q + e % 2.
@@ -190,7 +201,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <int BT, int ST>
+template <int BT, int ST, bool kOverlap>
 cudaError_t launch(const uint16_t* x,
                    int64_t rows,
                    const DeviceWeight& w,
@@ -199,7 +210,7 @@ cudaError_t launch(const uint16_t* x,
                    float* y,
                    bool round_bf16,
                    cudaStream_t s) {
-  auto* kernel = dense_bf16_wgmma_kernel<BT, ST>;
+  auto* kernel = dense_bf16_wgmma_kernel<BT, ST, kOverlap>;
   constexpr int smem = WgShape<BT, ST>::kSmem;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
@@ -233,10 +244,25 @@ cudaError_t dense_bf16_wgmma(const uint16_t* x,
                              float* y,
                              bool round_bf16,
                              cudaStream_t s,
-                             bool wide) {
+                             bool wide,
+                             bool drain) {
   if (!dense_bf16_wgmma_available()) return cudaErrorNotSupported;
-  if (wide || rows > 64) return launch<128, 6>(x, rows, w, groups, splits, y, round_bf16, s);
-  return launch<64, 8>(x, rows, w, groups, splits, y, round_bf16, s);
+  // The 128-row tile above 64 rows once its CTAs reach half the SMs (measured: wo_a's 64 CTAs at
+  // 128 rows take 0.062 ms, its 128 on the 64-row tile 0.041; at 256 rows 128 CTAs take 0.063
+  // and 256 on the 64-row tile 0.079; the head's >= 1010 tie).
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    return cudaErrorNotSupported;
+  }
+  const int64_t ctas128 = (w.out_features + kTileF - 1) / kTileF * ((rows + 127) / 128);
+  const bool rows128 = wide || (rows > 64 && 2 * ctas128 >= sms);
+  if (drain) {
+    return rows128 ? launch<128, 6, false>(x, rows, w, groups, splits, y, round_bf16, s)
+                   : launch<64, 8, false>(x, rows, w, groups, splits, y, round_bf16, s);
+  }
+  return rows128 ? launch<128, 6, true>(x, rows, w, groups, splits, y, round_bf16, s)
+                 : launch<64, 8, true>(x, rows, w, groups, splits, y, round_bf16, s);
 }
 
 }  // namespace di::backend::cuda

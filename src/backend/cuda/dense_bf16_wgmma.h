@@ -15,7 +15,9 @@ bool dense_bf16_wgmma_available();
 
 // y = x . w^T as dense_bf16_tc with `splits` K parts; the caller checks
 // dense_bf16_tc_tiled_supports(w, groups) and x's 16-byte alignment. 64-row tiles up to 64 rows,
-// 128-row ones above (or always with `wide`). cudaErrorNotSupported on other devices.
+// 128-row ones above once they fill half the SMs (or always with `wide`); `drain` waits for each
+// stage's wgmmas before the next barrier (the first version; same bits). cudaErrorNotSupported on
+// other devices.
 cudaError_t dense_bf16_wgmma(const uint16_t* x,
                              int64_t rows,
                              const DeviceWeight& w,
@@ -24,6 +26,7 @@ cudaError_t dense_bf16_wgmma(const uint16_t* x,
                              float* y,
                              bool round_bf16,
                              cudaStream_t s,
-                             bool wide);
+                             bool wide,
+                             bool drain);
 
 }  // namespace di::backend::cuda

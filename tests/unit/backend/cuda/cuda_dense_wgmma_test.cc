@@ -63,7 +63,7 @@ TEST_F(CudaDenseWgmmaTest, MatchesRowGroupKernelBitwiseOverWideMagnitudes) {
     for (const int64_t rows : {1, 8, 63, 64, 65, 100, 128, 129, 200, 256, 300}) {
       for (const bool round : {false, true}) {
         const size_t n = static_cast<size_t>(rows * sh.out);
-        Rows ref(n, NAN), wg(n, NAN), wide(n, NAN), autok(n, NAN);
+        Rows ref(n, NAN), wg(n, NAN), wide(n, NAN), drained(n, NAN), autok(n, NAN);
         ASSERT_EQ(cuda::dense_bf16_tc(x.data(), rows, dw, sh.groups, ref.data(), round, nullptr,
                                       DenseTcKernel::kRowGroups),
                   cudaSuccess);
@@ -74,7 +74,10 @@ TEST_F(CudaDenseWgmmaTest, MatchesRowGroupKernelBitwiseOverWideMagnitudes) {
                                                    nullptr, DenseTcKernel::kWgmma);
         const cudaError_t e2 = cuda::dense_bf16_tc(x.data(), rows, dw, sh.groups, wide.data(),
                                                    round, nullptr, DenseTcKernel::kWgmmaWide);
+        const cudaError_t e3 = cuda::dense_bf16_tc(x.data(), rows, dw, sh.groups, drained.data(),
+                                                   round, nullptr, DenseTcKernel::kWgmmaDrain);
         sync();
+        ASSERT_EQ(e3, sm90 ? cudaSuccess : cudaErrorNotSupported);
         ASSERT_EQ(e1, sm90 ? cudaSuccess : cudaErrorNotSupported);
         ASSERT_EQ(e2, sm90 ? cudaSuccess : cudaErrorNotSupported);
         size_t finite = 0;
@@ -88,6 +91,8 @@ TEST_F(CudaDenseWgmmaTest, MatchesRowGroupKernelBitwiseOverWideMagnitudes) {
               << " round " << round << " element " << i << ": " << ref[i] << " vs " << wg[i];
           ASSERT_EQ(float_bits(ref[i]), float_bits(wide[i]))
               << "128-row tile, rows " << rows << " element " << i;
+          ASSERT_EQ(float_bits(ref[i]), float_bits(drained[i]))
+              << "drained per stage, rows " << rows << " element " << i;
         }
         EXPECT_GT(finite, n * 9 / 10) << "the data must exercise the sums, not overflow";
       }
