@@ -1,7 +1,8 @@
 // `cuda_kernels_bench --dense-tc`: the tensor path's dense BF16 products at 1-256 rows with the
-// row-group and the shared-tile kernel (the same bits; kAuto picks by rows and outputs), against
-// floors measured in the same run: bytes (weights + bf16 x + fp32 y) / copy bandwidth and
-// 2 x rows x out x in FLOPs / cuBLASLt's bf16 rate. Weights rotate through copies larger than L2.
+// row-group, the shared-tile and (sm_90) the wgmma kernel (the same bits; kAuto picks by rows and
+// outputs), against floors measured in the same run: bytes (weights + bf16 x + fp32 y) / copy
+// bandwidth and 2 x rows x out x in FLOPs / cuBLASLt's bf16 rate. Weights rotate through copies
+// larger than L2.
 #include "cuda/dense_tc_bench.h"
 
 #include <cuda_runtime.h>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cuda/dense_bf16_wgmma.h"
 #include "backend/cuda/kernels.h"
 #include "cuda/bench_util.h"
 #include "cuda/cublaslt_gemm.h"
@@ -61,7 +63,15 @@ Status bench_shape(const char* name, int64_t out, int64_t in, int groups, const 
     for (auto [kernel, label] : {std::pair{DenseTcKernel::kRowGroups, "row groups"},
                                  {DenseTcKernel::kSharedTile, "shared tile"},
                                  {DenseTcKernel::kSharedTileWide, "shared tile, 64 rows"},
+                                 {DenseTcKernel::kWgmma, "wgmma"},
+                                 {DenseTcKernel::kWgmmaWide, "wgmma, 128 rows"},
+                                 {DenseTcKernel::kWgmmaDrain, "wgmma, drained per stage"},
                                  {DenseTcKernel::kAuto, "auto"}}) {
+      if ((kernel == DenseTcKernel::kWgmma || kernel == DenseTcKernel::kWgmmaWide ||
+           kernel == DenseTcKernel::kWgmmaDrain) &&
+          !backend::cuda::dense_bf16_wgmma_available()) {
+        continue;
+      }
       const int iters = rows >= 64 && kernel == DenseTcKernel::kRowGroups ? 5 : 20;
       DI_ASSIGN_OR_RETURN(double ms, mean_ms(iters, [&](int i) {
                             return backend::cuda::dense_bf16_tc(x, rows, ws[i % copies], groups, y,

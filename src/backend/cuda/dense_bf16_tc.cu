@@ -6,6 +6,7 @@
 // depends only on its row of A and column of B), so batch invariance holds for every M.
 #include <cstdint>
 
+#include "backend/cuda/dense_bf16_wgmma.h"
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
@@ -359,9 +360,22 @@ cudaError_t dense_bf16_tc(const uint16_t* x,
   }
   const int splits = k_splits(w.in_features);
   const bool tiled_ok = dense_bf16_tc_tiled_supports(w, groups);
-  const bool force_tile =
-      kernel == DenseTcKernel::kSharedTile || kernel == DenseTcKernel::kSharedTileWide;
+  const bool force_wgmma = kernel == DenseTcKernel::kWgmma || kernel == DenseTcKernel::kWgmmaWide ||
+                           kernel == DenseTcKernel::kWgmmaDrain;
+  const bool force_tile = force_wgmma || kernel == DenseTcKernel::kSharedTile ||
+                          kernel == DenseTcKernel::kSharedTileWide;
   if (force_tile && !tiled_ok) return cudaErrorInvalidValue;
+  // The wgmma kernel gives the shared tile's bits too (dense_bf16_wgmma.cu); on sm_90 it takes
+  // the shared tile's many-row calls (measured: docs/benchmarks.md, "headwg": the head from 64
+  // rows, wo_a from 32).
+  const int64_t wgmma_rows =
+      w.out_features >= kDenseTcTiledMinOutputs ? kDenseTcWgmmaMinRows : kDenseTcWgmmaMinRowsFew;
+  if (force_wgmma || (kernel == DenseTcKernel::kAuto && tiled_ok && rows >= wgmma_rows &&
+                      dense_bf16_wgmma_available())) {
+    return dense_bf16_wgmma(x, rows, w, groups, splits, y, round_bf16, s,
+                            kernel == DenseTcKernel::kWgmmaWide,
+                            kernel == DenseTcKernel::kWgmmaDrain);
+  }
   // Both kernels give the same bits, so the choice may depend on host-known sizes. Measured on
   // the H200 (docs/benchmarks.md): the shared tile wins at every row count once its feature
   // tiles fill the device (the head: 0.35 vs 0.55 ms at 1 row), and from 16 rows on for wo_a

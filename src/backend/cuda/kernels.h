@@ -315,8 +315,22 @@ inline constexpr int64_t kDenseGemvMaxRows = 8;
 // 128; 16- and 32-row tiles up to 16 and 32 rows, kSharedTileWide forces the 64-row one). kAuto
 // picks by rows and outputs (the overload without `kernel`); the others force one (tests and
 // benchmarks).
-enum class DenseTcKernel { kAuto, kRowGroups, kSharedTile, kSharedTileWide };
-inline constexpr int64_t kDenseTcTiledMinRows = 16;  // wo_a: 16-row tile 39 vs 53 us at 16 rows
+// kWgmma (sm_90 only, cudaErrorNotSupported elsewhere): the shared-tile shapes on wgmma with the
+// same bits (dense_bf16_wgmma.cu; 64-row tiles up to 64 rows, kWgmmaWide forces the 128-row one,
+// kWgmmaDrain drains the wgmmas per stage); kAuto takes it on sm_90 from kDenseTcWgmmaMinRows
+// rows, and from kDenseTcWgmmaMinRowsFew for products below kDenseTcTiledMinOutputs (wo_a).
+enum class DenseTcKernel {
+  kAuto,
+  kRowGroups,
+  kSharedTile,
+  kSharedTileWide,
+  kWgmma,
+  kWgmmaWide,
+  kWgmmaDrain
+};
+inline constexpr int64_t kDenseTcWgmmaMinRows = 64;     // the head: 0.41 vs 0.45 ms at 64 rows
+inline constexpr int64_t kDenseTcWgmmaMinRowsFew = 32;  // wo_a: 0.041 vs 0.048 ms at 32 rows
+inline constexpr int64_t kDenseTcTiledMinRows = 16;     // wo_a: 16-row tile 39 vs 53 us at 16 rows
 inline constexpr int64_t kDenseTcTiledMinOutputs = 32768;  // 256 feature tiles: 2 per SM
 bool dense_bf16_tc_supports(const DeviceWeight& w, int groups);
 bool dense_bf16_tc_tiled_supports(const DeviceWeight& w, int groups);

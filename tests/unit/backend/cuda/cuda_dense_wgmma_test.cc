@@ -1,0 +1,132 @@
+// The wgmma dense BF16 kernel (dense_bf16_wgmma.cu) against the row-group kernel of
+// dense_bf16_tc.cu: every output's bits equal (the contract that keeps a request's logits
+// independent of the batch), on data whose magnitudes span many binades (per-row, per-feature and
+// per-element powers of two, exact zeros and sign mixes that cancel), for 1..300 rows (partial
+// 64- and 128-row tiles, partial 128-feature tiles), K of 1..40 chunks split in 1, 2 and 4 parts
+// (parts ending mid-stage), grouped and not, rounded and not. kAuto must agree. On a device other
+// than sm_90 the kernel must refuse (cudaErrorNotSupported) and kAuto still match. Skips without
+// a device.
+#include <cmath>
+#include <random>
+
+#include "backend/cuda/dense_bf16_wgmma.h"
+#include "backend/cuda/kernels.h"
+#include "cuda_test_util.h"
+
+namespace di::backend::testing {
+namespace {
+
+class CudaDenseWgmmaTest : public CudaOpsTest {};
+
+// bf16 bits of n values: normal * 2^(row or feature exponent + element exponent), with some
+// exact zeros; `line` elements share a line exponent in [-line_span, line_span].
+std::vector<uint16_t> wide_range_bf16(size_t n, int64_t line, int line_span, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> line_exp(-line_span, line_span), elem_exp(-12, 12);
+  std::uniform_int_distribution<int> pick(0, 15);
+  std::vector<uint16_t> v(n);
+  int le = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (i % static_cast<size_t>(line) == 0) le = line_exp(rng);
+    const int kind = pick(rng);
+    float f = normal(rng);
+    if (kind == 0) f = 0.0f;          // exact zeros
+    if (kind == 1) f = -f * 0x1p20f;  // large terms that cancel against others
+    v[i] = float_to_bf16(std::ldexp(f, le + (kind >= 2 ? elem_exp(rng) : 0)));
+  }
+  return v;
+}
+
+TEST_F(CudaDenseWgmmaTest, MatchesRowGroupKernelBitwiseOverWideMagnitudes) {
+  using cuda::DenseTcKernel;
+  struct Shape {
+    int64_t out, in;
+    int groups;
+  };
+  const int64_t max_rows = 300;
+  const bool sm90 = cuda::dense_bf16_wgmma_available();
+  uint32_t seed = 71;
+  for (const Shape& sh : {Shape{2048 + 40, 96, 1}, Shape{1024 + 8, 320, 1}, Shape{1040, 384, 1},
+                          Shape{512, 1280, 1}, Shape{256 + 16, 5120, 1}, Shape{4 * 128, 384, 4},
+                          Shape{2 * 256, 160, 2}, Shape{384, 32, 1}}) {
+    const std::vector<uint16_t> wh =
+        wide_range_bf16(static_cast<size_t>(sh.out * sh.in), sh.in, 20, seed++);
+    ManagedVector<uint16_t> wd(wh.begin(), wh.end());
+    const cuda::DeviceWeight dw{WeightFormat::kBF16, sh.out, sh.in,
+                                reinterpret_cast<const uint8_t*>(wd.data()), nullptr};
+    ASSERT_TRUE(cuda::dense_bf16_tc_tiled_supports(dw, sh.groups));
+    const int64_t cols = sh.groups * sh.in;
+    const std::vector<uint16_t> xh =
+        wide_range_bf16(static_cast<size_t>(max_rows * cols), cols, 40, seed++);
+    ManagedVector<uint16_t> x(xh.begin(), xh.end());
+    for (const int64_t rows : {1, 8, 63, 64, 65, 100, 128, 129, 200, 256, 300}) {
+      for (const bool round : {false, true}) {
+        const size_t n = static_cast<size_t>(rows * sh.out);
+        Rows ref(n, NAN), wg(n, NAN), wide(n, NAN), drained(n, NAN), autok(n, NAN);
+        ASSERT_EQ(cuda::dense_bf16_tc(x.data(), rows, dw, sh.groups, ref.data(), round, nullptr,
+                                      DenseTcKernel::kRowGroups),
+                  cudaSuccess);
+        ASSERT_EQ(cuda::dense_bf16_tc(x.data(), rows, dw, sh.groups, autok.data(), round, nullptr,
+                                      DenseTcKernel::kAuto),
+                  cudaSuccess);
+        const cudaError_t e1 = cuda::dense_bf16_tc(x.data(), rows, dw, sh.groups, wg.data(), round,
+                                                   nullptr, DenseTcKernel::kWgmma);
+        const cudaError_t e2 = cuda::dense_bf16_tc(x.data(), rows, dw, sh.groups, wide.data(),
+                                                   round, nullptr, DenseTcKernel::kWgmmaWide);
+        const cudaError_t e3 = cuda::dense_bf16_tc(x.data(), rows, dw, sh.groups, drained.data(),
+                                                   round, nullptr, DenseTcKernel::kWgmmaDrain);
+        sync();
+        ASSERT_EQ(e3, sm90 ? cudaSuccess : cudaErrorNotSupported);
+        ASSERT_EQ(e1, sm90 ? cudaSuccess : cudaErrorNotSupported);
+        ASSERT_EQ(e2, sm90 ? cudaSuccess : cudaErrorNotSupported);
+        size_t finite = 0;
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_FALSE(std::isnan(ref[i])) << "output " << i << " not written";
+          finite += std::isfinite(ref[i]) && ref[i] != 0.0f;
+          ASSERT_EQ(float_bits(ref[i]), float_bits(autok[i])) << "kAuto, rows " << rows;
+          if (!sm90) continue;
+          ASSERT_EQ(float_bits(ref[i]), float_bits(wg[i]))
+              << "out " << sh.out << " in " << sh.in << " groups " << sh.groups << " rows " << rows
+              << " round " << round << " element " << i << ": " << ref[i] << " vs " << wg[i];
+          ASSERT_EQ(float_bits(ref[i]), float_bits(wide[i]))
+              << "128-row tile, rows " << rows << " element " << i;
+          ASSERT_EQ(float_bits(ref[i]), float_bits(drained[i]))
+              << "drained per stage, rows " << rows << " element " << i;
+        }
+        EXPECT_GT(finite, n * 9 / 10) << "the data must exercise the sums, not overflow";
+      }
+    }
+  }
+}
+
+// The head's shape at the rows the decode step runs (64 and 256 rows of a 129,280 x 5,120
+// product would take seconds on the row-group kernel's reference here; 2,048 + 40 features keep
+// the K and the tile structure): kAuto on the wgmma kernel gives the shared-tile kernel's bits.
+TEST_F(CudaDenseWgmmaTest, HeadKMatchesSharedTileKernelBitwise) {
+  using cuda::DenseTcKernel;
+  const int64_t out = 2048 + 40, in = 5120;
+  const std::vector<uint16_t> wh = wide_range_bf16(static_cast<size_t>(out * in), in, 6, 5);
+  ManagedVector<uint16_t> wd(wh.begin(), wh.end());
+  const cuda::DeviceWeight dw{WeightFormat::kBF16, out, in,
+                              reinterpret_cast<const uint8_t*>(wd.data()), nullptr};
+  const std::vector<uint16_t> xh = wide_range_bf16(static_cast<size_t>(256 * in), in, 6, 6);
+  ManagedVector<uint16_t> x(xh.begin(), xh.end());
+  for (const int64_t rows : {64, 256}) {
+    const size_t n = static_cast<size_t>(rows * out);
+    Rows tile(n, NAN), autok(n, NAN);
+    ASSERT_EQ(cuda::dense_bf16_tc(x.data(), rows, dw, 1, tile.data(), true, nullptr,
+                                  DenseTcKernel::kSharedTileWide),
+              cudaSuccess);
+    ASSERT_EQ(cuda::dense_bf16_tc(x.data(), rows, dw, 1, autok.data(), true, nullptr,
+                                  DenseTcKernel::kAuto),
+              cudaSuccess);
+    sync();
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(float_bits(tile[i]), float_bits(autok[i])) << "rows " << rows << " element " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace di::backend::testing
