@@ -209,6 +209,23 @@ class Ops : public Memory {
   };
   virtual SegmentStats segment_stats() const { return {}; }
 
+  // Side lines: work the caller knows to be independent of what follows it, which a device
+  // backend may run concurrently (a few-row step is a chain of latency-bound kernels, most of
+  // which leave the GPU idle). begin_side returns whether the backend opened one: the ops issued
+  // from then until end_side form the side line, ordered after everything issued before
+  // begin_side; the ops issued after end_side (the main line) may run concurrently with it until
+  // join_side, after which every op is ordered after both lines again. The caller guarantees that
+  // neither line writes memory the other reads or writes before the join; buffers may be freed
+  // on either line at any time (the backend keeps them until the join). One side line at a time
+  // (begin_side joins an open one first); one begun inside a segment is joined by end_segment,
+  // and a download or host wait joins it too. A backend without side lines (the CPU) returns
+  // false and runs every op in issue order, which is the same computation.
+  virtual bool begin_side() const { return false; }
+  virtual void end_side() const {}
+  virtual void join_side() const {}
+  // How many side lines the backend ran so far (tests check that a path uses them).
+  virtual int64_t side_lines() const { return 0; }
+
   // The first error a backend met (a device backend latches it, as CUDA's own errors are sticky,
   // and does nothing more; its outputs are then undefined). Callers check it after a forward.
   virtual Status status() const { return Status(); }
@@ -358,6 +375,9 @@ class Ops : public Memory {
   // The routing decision is also copied to the host arrays `experts`/`weights` ([rows, topk])
   // when they are non-null (traces). Returns false, having done nothing, when there is no fused
   // path (the CPU backend; unsupported shapes); the model then routes and loops itself.
+  // `shared` may still be in production on an open side line (begin_side): the fused path joins
+  // the side line just before its combine reads `shared`, so the shared expert can run beside the
+  // router and the routed experts; a false return joins nothing.
   virtual bool fused_moe(ConstRowsView /*x*/,
                          const WeightView& /*gate*/,
                          const float* /*bias*/,

@@ -23,6 +23,7 @@ Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptio
     co.arena_bytes = options.cuda_arena_bytes;
     co.profile_ops = options.profile_ops;
     co.graphs = options.cuda_graphs;
+    co.side_lines = options.cuda_side_lines;
     if (options.cuda_gemm == "tensor") {
       co.gemm = CudaGemm::kTensor;
     } else if (options.cuda_gemm == "fp8" || options.cuda_gemm == "wgmma") {

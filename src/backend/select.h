@@ -24,6 +24,8 @@ struct BackendOptions {
   bool profile_ops = false;
   // Replay the model's fixed runs of ops (Ops::begin_segment) as CUDA graphs.
   bool cuda_graphs = true;
+  // Run the model's independent work (Ops::begin_side) on a second stream.
+  bool cuda_side_lines = true;
 };
 
 Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptions& options);

@@ -28,6 +28,12 @@ inline void add_backend_flags(CLI::App& app, backend::BackendOptions& opts) {
          "on (default): the model's fixed runs of ops are recorded once as CUDA graphs and "
          "replayed; off: every op is launched on its own")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option_function<std::string>(
+         "--cuda-side-lines", [&opts](const std::string& v) { opts.cuda_side_lines = v == "on"; },
+         "on (default): work the model knows to be independent (the shared expert, the "
+         "compressor, the draft head's KV) runs on a second stream beside the rest at up to 256 "
+         "rows; off: one stream (the same results)")
+      ->check(CLI::IsMember({"on", "off"}));
 }
 
 }  // namespace di::cli

@@ -92,16 +92,24 @@ void Model::attention(
   const int late = c.late_layer_start();
   const auto& rope = rope_[static_cast<size_t>(layer)];
 
+  const int ratio = c.compress_ratios[layer];
+  // The compressor beside RoPE and the indexer's queries (index_select joins before it scores the
+  // keys the compressor writes; the key lists below read its entries).
+  const bool side = ratio > 0 && c.is_kv_source(layer) && open_side_line(ctx);
+  if (side) {
+    compress(layer, ctx, u);
+    ops_->end_side();
+  }
   rope_qkv(layer, ctx, qkv);
   RowsView qr_v = qkv.qr, kv_v = qkv.kv;
   ConstRowsView q = qkv.q;
 
-  const int ratio = c.compress_ratios[layer];
   int stream = -1;
   const RowLists* selection = nullptr;
   if (ratio > 0) {
-    if (c.is_kv_source(layer)) compress(layer, ctx, u);
+    if (c.is_kv_source(layer) && !side) compress(layer, ctx, u);
     if (c.is_index_source(layer)) index_select(layer, ctx, u, qr_v);
+    if (side) ops_->join_side();
     stream = ctx.pool->stream_of_layer(c.kv_source_of(layer));
     selection = &ctx.selections.at(c.index_source_of(layer));
   }

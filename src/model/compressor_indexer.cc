@@ -144,6 +144,9 @@ void Model::index_select(int layer, ForwardContext& ctx, ConstRowsView u, ConstR
                                               std::pow(static_cast<double>(Hi), -0.5));
   ops_->scale_round_bf16(w_d.view(), head_scale);
 
+  // The queries are ready; the scores read the keys a side line's compressor writes (attention).
+  ops_->join_side();
+
   const bool is_candidate_source = layer == c.candidate_source_layer;
   const bool uses_candidates = c.candidate_source_layer >= 0 && c.candidate_source_layer < layer;
   // Every row keeps min(topk, visible) entries (and min(topk_blocks, its blocks) candidate

@@ -97,7 +97,13 @@ class Model {
   // The steps of forward, public so a layer can be run on recorded inputs (golden checks).
   Status begin_forward(ForwardContext& ctx) const;          // rows, positions, pages, Engram hashes
   void embed(const ForwardContext& ctx, RowsView x) const;  // x: [rows, hc * dim]
-  void apply_engram(int layer, const ForwardContext& ctx, RowsView x) const;
+  // Engram: the layer's table rows through its wkv ([rows, (hc + 1) * dim]), which
+  // depend on the tokens only, then the gate that adds them into the stream x.
+  Buffer engram_rows(int layer, const ForwardContext& ctx) const;
+  void engram_gate(int layer, ConstRowsView kv, RowsView x) const;
+  void apply_engram(int layer, const ForwardContext& ctx, RowsView x) const {
+    engram_gate(layer, engram_rows(layer, ctx).view(), x);
+  }
   // One block (attention site + FFN site) on x in backend memory. pre_mix [rows, hc] is the
   // previous site's collapse weights on entry and this block's FFN `pre` on exit (in place).
   // Calls on one Model must not overlap (the blocks share the model's row workspace).
@@ -143,6 +149,10 @@ class Model {
   // one allocation kept by the model across calls, so that they keep their addresses from step
   // to step: a device backend's recorded segments (Ops::begin_segment) are keyed by them.
   static constexpr int64_t kWorkspaceRows = 512;
+  // Independent work goes on a side line (Ops::begin_side) up to this many rows: it pays where a
+  // step's kernels are latency-bound, and the backend's scratch for a side line stays small.
+  static constexpr int64_t kSideLineRows = 256;
+  bool open_side_line(const ForwardContext& ctx) const;
   struct BlockRows {
     RowsView x, pre_mix, attn_c, ffn_c, u, y, next, attn_pre, o;
     QkvRows qkv;  // views of the workspace in the buffers' place when `owned` is empty

@@ -77,7 +77,11 @@ void Model::moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView 
     ctx->trace->moe_gap[layer] = router_margins(u, m, p);
   };
   Buffer shared(*ops_, T, dim);
+  // The shared expert beside the router and the routed experts: a fused path joins the side line
+  // before its combine reads `shared`.
+  const bool side = T <= kSideLineRows && !tracing && ops_->begin_side();
   run_expert(*ops_, m.shared, u, nullptr, config_.swiglu_limit, shared.view());
+  if (side) ops_->end_side();
 
   // A backend with a fused MoE keeps the routing on its side (no host wait unless tracing).
   if (ops_->fused_moe(u, m.gate, m.bias.data(), p,
@@ -88,6 +92,7 @@ void Model::moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView 
     return;
   }
 
+  if (side) ops_->join_side();
   ops_->moe_route(u, m.gate, m.bias.data(), p, experts.data(), weights.data());
   record();
 

@@ -49,7 +49,12 @@ Expected<std::unique_ptr<CudaOps>> CudaOps::create(ThreadPool& /*pool*/,
   impl->gemm = options.gemm;
   impl->graphs = options.graphs;
   if (options.profile_ops) impl->profiler = std::make_unique<cuda::OpProfiler>();
-  DI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking));
+  DI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&impl->main_stream, cudaStreamNonBlocking));
+  impl->stream = impl->main_stream;
+  impl->side_enabled = options.side_lines;
+  DI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&impl->side_stream, cudaStreamNonBlocking));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&impl->fork_event, cudaEventDisableTiming));
+  DI_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&impl->join_event, cudaEventDisableTiming));
   void* pinned = nullptr;
   DI_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&pinned, Impl::kPinnedBytes, cudaHostAllocDefault));
   impl->pinned = static_cast<uint8_t*>(pinned);

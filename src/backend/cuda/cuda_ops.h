@@ -1,4 +1,5 @@
-// The CUDA backend: every op of backend::Ops on one GPU, on one stream. Backend memory
+// The CUDA backend: every op of backend::Ops on one GPU, on one stream (plus a second one for
+// side lines, Ops::begin_side). Backend memory
 // (activations, state pools) is device memory from the stream-ordered pool, so consecutive ops
 // chain on the device; the host waits only where the model downloads (the router's decision, the
 // indexer's top-k, the compressor's carry, logits), counted by host_syncs(). Weights
@@ -36,6 +37,7 @@ struct CudaOptions {
   CudaGemm gemm = CudaGemm::kExact;
   bool profile_ops = false;  // events around every op (take_op_profile)
   bool graphs = true;        // segments (Ops::begin_segment) replayed as CUDA graphs
+  bool side_lines = true;    // Ops::begin_side runs the side line on a second stream
 };
 
 class CudaOps final : public Ops {
@@ -53,6 +55,11 @@ class CudaOps final : public Ops {
   bool begin_segment(uint64_t key) const override;
   void end_segment() const override;
   SegmentStats segment_stats() const override;
+  // Side lines on a second stream (cuda_ops_side.cc); none while profiling ops.
+  bool begin_side() const override;
+  void end_side() const override;
+  void join_side() const override;
+  int64_t side_lines() const override;
 
   float* allocate(int64_t count) const override;
   void deallocate(float* p) const override;

@@ -16,19 +16,26 @@
 namespace di::backend {
 
 Status CudaOps::Impl::finish_capture(bool keep) {
+  // A side line forked in the capture joins it before it ends (an unjoined stream fails the
+  // capture); the rest of that side line, if its caller goes on, runs in line on the main stream.
+  Status joined;
+  if (side_open && side_in_capture) joined = join_side();
   capturing = false;
   cudaGraph_t graph = nullptr;
-  const cudaError_t e = cudaStreamEndCapture(stream, &graph);
-  const bool clean = keep && !capture_dirty && capture_allocs.empty();
+  const cudaError_t e = cudaStreamEndCapture(main_stream, &graph);
+  const bool clean = keep && !capture_dirty && capture_allocs.empty() && joined.ok();
   capture_allocs.clear();
   SegmentGraph& seg = segments[capture_key];
+  seg.has_side = capture_has_side;
+  capture_has_side = false;
   if (!clean) seg.eager_only = true;
+  DI_RETURN_IF_ERROR(joined);
   DI_CUDA_RETURN_IF_ERROR(e);
   cudaGraphExec_t exec = nullptr;
   const cudaError_t ie = cudaGraphInstantiate(&exec, graph, 0);
   (void)cudaGraphDestroy(graph);
   DI_CUDA_RETURN_IF_ERROR(ie);
-  DI_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));  // this run's own work
+  DI_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, main_stream));  // this run's own work
   if (clean) {
     seg.exec = exec;
   } else {
@@ -39,11 +46,13 @@ Status CudaOps::Impl::finish_capture(bool keep) {
 
 void CudaOps::Impl::destroy_graphs() {
   if (capturing) {
+    if (side_open && side_in_capture) (void)join_side();
     cudaGraph_t g = nullptr;
-    if (cudaStreamEndCapture(stream, &g) == cudaSuccess && g) (void)cudaGraphDestroy(g);
+    if (cudaStreamEndCapture(main_stream, &g) == cudaSuccess && g) (void)cudaGraphDestroy(g);
     capturing = false;
   }
-  if (stream) (void)cudaStreamSynchronize(stream);
+  if (side_stream) (void)cudaStreamSynchronize(side_stream);
+  if (main_stream) (void)cudaStreamSynchronize(main_stream);
   for (auto& [key, seg] : segments) {
     if (seg.exec) (void)cudaGraphExecDestroy(seg.exec);
   }
@@ -56,7 +65,7 @@ bool CudaOps::begin_segment(uint64_t key) const {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   // Profiling times every op with events: segments stay eager then, as they do after an error.
-  if (!m.graphs || m.profiler || !m.error.ok() || m.capturing) return true;
+  if (!m.graphs || m.profiler || !m.error.ok() || m.capturing || m.on_side()) return true;
   auto it = m.segments.find(key);
   if (it == m.segments.end()) {
     if (m.segments.size() >= Impl::kMaxSegments) {
@@ -67,6 +76,13 @@ bool CudaOps::begin_segment(uint64_t key) const {
   }
   Impl::SegmentGraph& seg = it->second;
   if (seg.exec) {
+    // Its graph forks into the side scratch, which an open side line is using.
+    if (seg.has_side) {
+      if (Status s = m.join_side(); !s.ok()) {
+        m.error = s.with_context("cuda segment");
+        return true;
+      }
+    }
     if (const cudaError_t e = cudaGraphLaunch(seg.exec, m.stream); e != cudaSuccess) {
       m.error = cuda::cuda_status(e, "cudaGraphLaunch").with_context("cuda segment");
       return true;  // the caller's ops then do nothing: the error is latched
@@ -102,6 +118,13 @@ bool CudaOps::begin_segment(uint64_t key) const {
     }
     m.pinned_head = 0;
   }
+  // A side line open from before cannot be joined from inside the capture (its event lies
+  // outside the graph): it joins here.
+  if (Status s = m.join_side(); !s.ok()) {
+    m.error = s.with_context("cuda segment");
+    return true;
+  }
+  m.capture_has_side = false;
   if (const cudaError_t e = cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal);
       e != cudaSuccess) {
     m.error = cuda::cuda_status(e, "cudaStreamBeginCapture").with_context("cuda segment");

@@ -110,6 +110,7 @@ struct CudaOps::Impl {
     cudaGraphExec_t exec = nullptr;
     int runs = 0;
     bool eager_only = false;  // its capture met something a replay cannot repeat
+    bool has_side = false;    // its graph forks a side line (which uses the side scratch)
   };
   static constexpr size_t kMaxSegments = 4096;  // past this, new keys run eagerly
   bool graphs = true;
@@ -131,6 +132,34 @@ struct CudaOps::Impl {
     return region && b >= region && b < region + kRegionBytes;
   }
   std::vector<cudaGraphExec_t> retired;  // launched once; destroyed after the next sync
+
+  // Side lines (Ops::begin_side, cuda_ops_side.cc). `stream` is the stream ops go to now: the
+  // main stream, or the side stream between begin_side and end_side. While a side line is open
+  // (until its join) nothing it may still use is reused: frees wait in `deferred_frees`, and its
+  // ops take their scratch from a region of their own (bump allocation, reset at the join), since
+  // a segment's graph replays with the main scratch addresses it was captured with.
+  static constexpr size_t kSideScratchBytes = size_t{128} << 20;
+  cudaStream_t main_stream = nullptr, side_stream = nullptr;
+  cudaEvent_t fork_event = nullptr, join_event = nullptr;
+  bool side_enabled = true;
+  bool side_open = false;
+  bool side_in_capture = false;   // forked inside the current capture: joined before it ends
+  bool capture_has_side = false;  // the current capture forked a side line
+  uint8_t* side_scratch = nullptr;
+  size_t side_scratch_head = 0;
+  std::vector<void*> deferred_frees;
+  int64_t side_count = 0;
+  bool on_side() const { return stream != main_stream; }
+  // Opens a side line at this point of the main line (joins an open one first).
+  Status fork_side();
+  // The main line waits for the side line from here on; what the side line held is released.
+  Status join_side();
+  // For a join inside a kernel sequence (fused_moe's combine): records the side line's end into
+  // join_event (null when no side line is open); the caller makes the main stream wait for it
+  // and then calls finish_join.
+  Expected<cudaEvent_t> side_ready();
+  void finish_join();
+  Expected<void*> side_scratch_alloc(size_t bytes);
   Ops::SegmentStats segment_stats;
   // Ends a capture: instantiates and launches what was captured (the work of this run so far),
   // keeps the graph for replays when `keep` and the capture stayed clean.
@@ -142,7 +171,10 @@ struct CudaOps::Impl {
 
   ~Impl() {
     destroy_graphs();
-    if (stream) (void)cudaStreamDestroy(stream);
+    if (main_stream) (void)cudaStreamDestroy(main_stream);
+    if (side_stream) (void)cudaStreamDestroy(side_stream);
+    if (fork_event) (void)cudaEventDestroy(fork_event);
+    if (join_event) (void)cudaEventDestroy(join_event);
     if (pinned) (void)cudaFreeHost(pinned);
   }
 
@@ -174,7 +206,9 @@ struct CudaOps::Impl {
 
   template <class T>
   Expected<T*> scratch(size_t count) {
-    DI_ASSIGN_OR_RETURN(void* p, arena->alloc_scratch(sizeof(T) * std::max<size_t>(count, 1)));
+    const size_t bytes = sizeof(T) * std::max<size_t>(count, 1);
+    DI_ASSIGN_OR_RETURN(void* p,
+                        on_side() ? side_scratch_alloc(bytes) : arena->alloc_scratch(bytes));
     return static_cast<T*>(p);
   }
   template <class T>
@@ -187,6 +221,7 @@ struct CudaOps::Impl {
   Status download(T* host, const T* dev, size_t count) {
     if (count == 0) return {};
     DI_RETURN_IF_ERROR(interrupt_capture());
+    DI_RETURN_IF_ERROR(join_side());  // the data may come from either line
     note_wait_begin();
     DI_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(host, dev, sizeof(T) * count, cudaMemcpyDeviceToHost, stream));
@@ -204,6 +239,7 @@ struct CudaOps::Impl {
     if (it != weights.end() && it->second.print == print) return it->second.dev;
     cuda::DeviceWeight d{w.format, w.out_features, w.in_features, nullptr, nullptr};
     DI_RETURN_IF_ERROR(interrupt_capture());  // the copies below are synchronous
+    DI_RETURN_IF_ERROR(join_side());          // a first use: the rest of the op runs in line
     if (profiler) {
       DI_RETURN_IF_ERROR(profiler->begin("weight_upload", stream));
     }
@@ -228,6 +264,7 @@ struct CudaOps::Impl {
     auto it = weights.find(host);
     if (it != weights.end() && it->second.print == print) return it->second.dev.data;
     DI_RETURN_IF_ERROR(interrupt_capture());  // the copy below is synchronous
+    DI_RETURN_IF_ERROR(join_side());
     DI_ASSIGN_OR_RETURN(void* data, arena->alloc_persistent(std::max<size_t>(n, 1)));
     DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(data, host, n, cudaMemcpyHostToDevice));
     cuda::DeviceWeight d{WeightFormat::kF32, 1, 0, static_cast<const uint8_t*>(data), nullptr};
@@ -247,6 +284,7 @@ struct CudaOps::Impl {
     auto it = wgmma_weights.find(w.data);
     if (it != wgmma_weights.end() && it->second.print == print) return it->second.dev;
     DI_RETURN_IF_ERROR(interrupt_capture());  // the copies below include synchronous ones
+    DI_RETURN_IF_ERROR(join_side());          // and the chunks below go through the main scratch
     if (profiler) {
       DI_RETURN_IF_ERROR(profiler->begin("weight_upload", stream));
     }
@@ -419,6 +457,7 @@ struct CudaOps::Impl {
   }
   Status sync() {
     DI_RETURN_IF_ERROR(interrupt_capture());
+    DI_RETURN_IF_ERROR(join_side());  // the wait covers both lines
     ++host_syncs;
     note_wait_begin();
     const cudaError_t e = cudaStreamSynchronize(stream);

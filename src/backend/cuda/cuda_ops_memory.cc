@@ -53,6 +53,10 @@ void CudaOps::deallocate(float* p) const {
       m.error = s.with_context("cuda deallocate");
     }
   }
+  if (m.side_open) {  // either line may still use it: freed at the join
+    m.deferred_frees.push_back(p);
+    return;
+  }
   (void)cudaFreeAsync(p, m.stream);
 }
 
@@ -70,6 +74,7 @@ void CudaOps::download(const float* src, float* host, int64_t count) const {
     if (count <= 0) return {};
     if (!src) return Status(StatusCode::kInternal, "download from a null buffer");
     DI_RETURN_IF_ERROR(m.interrupt_capture());
+    DI_RETURN_IF_ERROR(m.join_side());  // the data may come from either line
     m.note_wait_begin();
     DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host, src, sizeof(float) * static_cast<size_t>(count),
                                             cudaMemcpyDeviceToHost, m.stream));

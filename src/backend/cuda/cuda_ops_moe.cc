@@ -107,6 +107,10 @@ bool CudaOps::fused_moe(ConstRowsView x,
                         m.scratch<uint8_t>(cuda::moe_routed_scratch_bytes(
                             chunk, params.topk, static_cast<int>(n), dim, inter)));
     args.swiglu_limit = swiglu_limit;
+    // The shared expert on an open side line (Ops::fused_moe): the combine waits for it, so it ran
+    // beside the router and the experts. The side line is joined from here on.
+    if (m.on_side()) DI_RETURN_IF_ERROR(m.join_side());
+    DI_ASSIGN_OR_RETURN(args.shared_ready, m.side_ready());
     for (int64_t r0 = 0; r0 < x.rows; r0 += chunk) {
       cuda::MoeRoutedArgs part = args;
       part.tokens = std::min(chunk, x.rows - r0);
@@ -116,6 +120,10 @@ bool CudaOps::fused_moe(ConstRowsView x,
       part.shared = shared.data ? shared.data + r0 * dim : nullptr;
       part.out = out.data + r0 * dim;
       DI_CUDA_RETURN_IF_ERROR(cuda::moe_routed(part, scratch, m.stream));
+    }
+    if (args.shared_ready) {  // also when no combine ran (no rows)
+      DI_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(m.stream, args.shared_ready, 0));
+      m.finish_join();
     }
     if (experts_out && weights_out) {
       DI_RETURN_IF_ERROR(m.download(experts_out, de, picks));

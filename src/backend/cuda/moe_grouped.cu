@@ -293,6 +293,7 @@ cudaError_t launch_all(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st
                               down.smem, st, d);
   }
   if (e != cudaSuccess) return e;
+  if (a.shared_ready && (e = cudaStreamWaitEvent(st, a.shared_ready, 0)) != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>((a.dim + 255) / 256), static_cast<unsigned>(a.tokens));
   return pdl::launch_dependent(moe::combine_kernel, grid, dim3(256), 0, st, a.experts,
                                static_cast<const int32_t*>(s.plan.slot_of), a.topk, a.dim,

@@ -42,7 +42,10 @@ struct MoeRoutedArgs {
   float swiglu_limit = 0.0f;      // <= 0: no clamp
   const float* shared = nullptr;  // [tokens, dim] shared expert output (bf16 values), or null
   float* out = nullptr;           // [tokens, dim] bf16 values
-  int tile_variant = -1;          // 0..kMoeVariants-1 (below); -1: moe_routed_pick
+  // When set, `shared` is produced on another stream and complete when this event is: the
+  // combine (the only reader of `shared`) waits for it, so the experts run beside that stream.
+  cudaEvent_t shared_ready = nullptr;
+  int tile_variant = -1;  // 0..kMoeVariants-1 (below); -1: moe_routed_pick
   // The `tensor` GEMM path's experts (moe_grouped_tc.cu): f16 tensor-core block sums, within
   // tolerance of the CPU instead of bitwise; tile_variant then picks 8, 16 or 32 rows per unit
   // with 4 warps of 32 features (0-2) or 8 warps of 16 (3-5), or the wgmma kernels over

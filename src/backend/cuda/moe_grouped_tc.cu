@@ -240,6 +240,10 @@ cudaError_t launch_plan(
 }
 
 cudaError_t launch_combine(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st) {
+  if (a.shared_ready) {
+    if (const cudaError_t e = cudaStreamWaitEvent(st, a.shared_ready, 0); e != cudaSuccess)
+      return e;
+  }
   const dim3 cgrid(static_cast<unsigned>((a.dim + 255) / 256), static_cast<unsigned>(a.tokens));
   return pdl::launch_dependent(moe::combine_kernel, cgrid, dim3(256), 0, st, a.experts,
                                static_cast<const int32_t*>(s.plan.slot_of), a.topk, a.dim,

@@ -170,6 +170,37 @@ TEST_P(CudaForward, GraphReplaysEqualEagerLaunches) {
   EXPECT_EQ(count_different(with_graphs, without, &max_abs), 0u) << "max abs " << max_abs;
 }
 
+// Side lines (Ops::begin_side: the shared expert, the compressor and the draft head's KV on a
+// second stream) give the logits of one stream: bitwise, through eager runs, captures and replays
+// (the MoE's side line lives inside a segment), with prefill chunks and batches that change.
+TEST_P(CudaForward, SideLinesEqualOneStream) {
+  backend::CudaOptions one_options{0, size_t{1} << 30};
+  one_options.side_lines = false;
+  auto one = backend::CudaOps::create(threads_, one_options);
+  ASSERT_TRUE(one.has_value()) << one.status().to_string();
+  auto m = Model::load(golden_checkpoint(GetParam()), **one);
+  ASSERT_TRUE(m.has_value()) << m.status().to_string();
+  const std::vector<std::vector<int32_t>> seqs = {random_tokens(90, 51), random_tokens(70, 52),
+                                                  random_tokens(70, 53)};
+  std::vector<std::vector<std::pair<int, int>>> steps = {{{0, 30}, {1, 12}}, {{2, 17}, {0, 9}}};
+  for (int i = 0; i < 10; ++i) steps.push_back({{0, 1}, {1, 1}, {2, 1}});
+  for (int i = 0; i < 5; ++i) steps.push_back({{0, 1}});
+  steps.push_back({{1, 20}, {0, 1}});
+  for (int i = 0; i < 6; ++i) steps.push_back({{0, 1}, {2, 1}});
+  const int64_t before = gpu_->side_lines();
+  const auto with_side = run(*gpu_model_, seqs, steps);
+  const int64_t used = gpu_->side_lines() - before;
+  const auto without = run(**m, seqs, steps);
+  ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+  ASSERT_TRUE((*one)->status().ok()) << (*one)->status().to_string();
+  std::printf("%s: %lld side lines\n", GetParam(), static_cast<long long>(used));
+  EXPECT_GT(used, 0) << "no side line was opened";
+  EXPECT_EQ((*one)->side_lines(), 0);
+  ASSERT_EQ(with_side.size(), without.size());
+  double max_abs = 0;
+  EXPECT_EQ(count_different(with_side, without, &max_abs), 0u) << "max abs " << max_abs;
+}
+
 INSTANTIATE_TEST_SUITE_P(Golden,
                          CudaForward,
                          ::testing::Values("v41-mini", "v41-mini-topk"),
