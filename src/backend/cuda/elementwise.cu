@@ -175,13 +175,18 @@ __global__ void hc_expand_kernel(const float* y,
 // index arithmetic: the one-value kernels above spent most of their instructions on 64-bit
 // divisions of the flat index (hc_expand at 256 rows: 46 us for 46 MB). Each output takes the
 // same operations in the same order as there.
+// kHc > 0: hc as a compile-time constant (V4.1's 4), so the loops unroll and every load of a
+// thread is issued before the first add; 0: hc at run time.
+template <int kHc>
 __global__ void hc_collapse4_kernel(
-    const float4* x, const float* pre, int rows, int hc, int dim4, float4* y) {
+    const float4* x, const float* pre, int rows, int hc_runtime, int dim4, float4* y) {
   pdl::enter_dependent_grid();
+  const int hc = kHc > 0 ? kHc : hc_runtime;
   const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= rows * dim4) return;
   const int r = t / dim4, d = t - r * dim4;
   float4 s = make_float4(0, 0, 0, 0);
+#pragma unroll
   for (int k = 0; k < hc; ++k) {
     const float p = pre[r * hc + k];
     const float4 v = x[static_cast<int64_t>(r * hc + k) * dim4 + d];
@@ -193,24 +198,31 @@ __global__ void hc_collapse4_kernel(
 
 // One thread per (row, four columns) writes those columns of every copy j (the hc residual
 // copies are read once for all of them).
+// kHc as for hc_collapse4_kernel: with hc at run time the residual copies (a float4 array indexed
+// by loop counters) lived in a 128-byte stack frame (ptxas -v), a local-memory round trip each.
+template <int kHc>
 __global__ void hc_expand4_kernel(const float4* y,
                                   const float4* residual,
                                   const HcCoefficients* coeff,
                                   int rows,
-                                  int hc,
+                                  int hc_runtime,
                                   int dim4,
                                   float4* out) {
   pdl::enter_dependent_grid();
+  const int hc = kHc > 0 ? kHc : hc_runtime;
   const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= rows * dim4) return;
   const int r = t / dim4, d = t - r * dim4;
   const HcCoefficients& c = coeff[r];
   const int64_t row = static_cast<int64_t>(r) * hc * dim4;
   float4 res[HcCoefficients::kMaxHc];
+#pragma unroll
   for (int i = 0; i < hc; ++i) res[i] = residual[row + static_cast<int64_t>(i) * dim4 + d];
   const float4 yv = y[t];
+#pragma unroll
   for (int j = 0; j < hc; ++j) {
     float4 m = make_float4(0, 0, 0, 0);
+#pragma unroll
     for (int i = 0; i < hc; ++i) {
       const float w = c.comb[i * hc + j];
       m = make_float4(
@@ -350,7 +362,8 @@ cudaError_t hc_collapse(
   const int64_t n = rows * dim;
   if (n == 0) return cudaSuccess;
   if (four_columns(x, y, x, rows, hc, dim)) {
-    pdl::launch_dependent(hc_collapse4_kernel, dim3(grid_for(n / 4)), dim3(kThreads), 0, s,
+    pdl::launch_dependent(hc == 4 ? hc_collapse4_kernel<4> : hc_collapse4_kernel<0>,
+                          dim3(grid_for(n / 4)), dim3(kThreads), 0, s,
                           reinterpret_cast<const float4*>(x), pre, static_cast<int>(rows), hc,
                           static_cast<int>(dim / 4), reinterpret_cast<float4*>(y));
     return cudaGetLastError();
@@ -371,7 +384,8 @@ cudaError_t hc_expand(const float* y,
   const int64_t n = rows * hc * dim;
   if (n == 0) return cudaSuccess;
   if (four_columns(y, residual, out, rows, hc, dim)) {
-    pdl::launch_dependent(hc_expand4_kernel, dim3(grid_for(rows * dim / 4)), dim3(kThreads), 0, s,
+    pdl::launch_dependent(hc == 4 ? hc_expand4_kernel<4> : hc_expand4_kernel<0>,
+                          dim3(grid_for(rows * dim / 4)), dim3(kThreads), 0, s,
                           reinterpret_cast<const float4*>(y),
                           reinterpret_cast<const float4*>(residual), coeff, static_cast<int>(rows),
                           hc, static_cast<int>(dim / 4), reinterpret_cast<float4*>(out));

@@ -91,7 +91,12 @@ __global__ void __launch_bounds__(32) hc_mixes_warp_kernel(const float* sum_squa
     const float g = sigmoid_f32(__fadd_rn(__fmul_rn(__fmul_rn(mv[0], rsqrt), sc), bv[0]));
     v = pre ? __fadd_rn(g, hc_eps) : __fmul_rn(2.0f, g);
   }
-  const float sk = sinkhorn_lane<kHc>(comb ? v : 0.0f, sinkhorn_iters, hc_eps);
+  // The other lanes divide along (their results are dropped) and must not take __fdiv_rn's slow
+  // path: with 0.0f they did, every division (a zero dividend fails the fast path's check), and
+  // the warp then ran that branch's ~20 dependent instructions after each of the ~40 divisions
+  // (ncu, lat13: 40 calls per launch). 1.0f over a comb sum keeps them on the fast path; comb
+  // lanes only read comb lanes, so their bits do not change.
+  const float sk = sinkhorn_lane<kHc>(comb ? v : 1.0f, sinkhorn_iters, hc_eps);
   if (comb) v = sk;
   // HcCoefficients as floats: pre[kMaxHc], post[kMaxHc], comb[kMaxHc^2]; unused entries zero.
   float* dst = reinterpret_cast<float*>(out + r);
