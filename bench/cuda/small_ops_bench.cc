@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -331,6 +332,24 @@ Status latency_hc(int64_t rows, const LatencyRun& run) {
         return cu::engram_gate(y, kv, qk, rows, hc, dim, 1e-6f, 0.01f, s);
       },
       y, sizeof(float) * rows * hc_dim));
+  // RoPE of the 64 query heads (head 512, the last 64 dims rotated: 32 frequencies), in place as
+  // the gate above.
+  const int heads = 64, head_dim = 512, freqs = 32;
+  DI_ASSIGN_OR_RETURN(float* q,
+                      buf.upload(random_floats(static_cast<size_t>(rows * heads * head_dim), 11)));
+  std::vector<int64_t> positions(static_cast<size_t>(rows));
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = 4000 + static_cast<int64_t>(i);
+  DI_ASSIGN_OR_RETURN(int64_t * pos, buf.upload(positions));
+  std::vector<float> inv_freq(freqs);
+  for (int i = 0; i < freqs; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / (2 * freqs));
+  DI_ASSIGN_OR_RETURN(float* freq, buf.upload(inv_freq));
+  DI_RETURN_IF_ERROR(chain_row(
+      "rope 64 heads x 32 freqs", rows, 0, run,
+      [&](int, cudaStream_t s) {
+        return cu::rope(q, rows, int64_t{heads} * head_dim, heads, head_dim, head_dim - 2 * freqs,
+                        pos, freq, freqs, false, s);
+      },
+      q, sizeof(float) * rows * heads * head_dim));
   const RouteParams rp{256, 8, ScoreFunc::kSqrtSoftplus, 1.0f, true, 2.5f};
   DI_ASSIGN_OR_RETURN(float* graw, buf.upload(random_floats(static_cast<size_t>(rows * 256), 9)));
   DI_ASSIGN_OR_RETURN(float* bias, buf.upload(random_floats(256, 10)));
