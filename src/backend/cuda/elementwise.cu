@@ -2,6 +2,9 @@
 // Engram gate and the compressor's softmax pooling, each computing exactly what its kernels/ref
 // twin computes (same operation order, explicit round-to-nearest arithmetic): one thread per
 // element (the quantizers: a lane per element, a warp or half warp per block).
+#include <cstdint>
+#include <limits>
+
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
@@ -92,6 +95,11 @@ __global__ void fake_quant_fp4_kernel(float* x, int64_t n) {
   if (live) x[i] = round_bf16(__fmul_rn(q, s));
 }
 
+// Idx: int when rows * num_heads * num_freq fits (every decode step), so the flat index splits
+// by 32-bit divisions; int64_t divisions are a ~70-instruction routine each, three of them ahead
+// of the loads. inv_freq is the RoPE table (a constant no kernel writes): its load is issued
+// before the grid dependency; every thread still waits before it touches x or positions.
+template <class Idx>
 __global__ void rope_kernel(float* x,
                             int64_t rows,
                             int64_t row_stride,
@@ -102,14 +110,17 @@ __global__ void rope_kernel(float* x,
                             const float* inv_freq,
                             int num_freq,
                             bool inverse) {
-  pdl::enter_dependent_grid();
-  const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (t >= rows * num_heads * num_freq) return;
+  const Idx t =
+      static_cast<Idx>(blockIdx.x) * static_cast<Idx>(blockDim.x) + static_cast<Idx>(threadIdx.x);
+  const bool live = t < static_cast<Idx>(rows) * num_heads * num_freq;
   const int i = static_cast<int>(t % num_freq);
+  const float freq = live ? inv_freq[i] : 0.0f;
+  pdl::enter_dependent_grid();
+  if (!live) return;
   const int h = static_cast<int>(t / num_freq % num_heads);
-  const int64_t r = t / num_freq / num_heads;
+  const int64_t r = static_cast<int64_t>(t / num_freq / num_heads);
   float* p = x + r * row_stride + static_cast<int64_t>(h) * head_dim + rope_offset + 2 * i;
-  const float angle = __fmul_rn(static_cast<float>(positions[r]), inv_freq[i]);
+  const float angle = __fmul_rn(static_cast<float>(positions[r]), freq);
   const float c = static_cast<float>(cos(static_cast<double>(angle)));
   const float sn = static_cast<float>(sin(static_cast<double>(angle)));
   const float s = inverse ? -sn : sn;
@@ -337,8 +348,10 @@ cudaError_t rope(float* x,
                  cudaStream_t s) {
   const int64_t n = rows * num_heads * num_freq;
   if (n == 0) return cudaSuccess;
-  pdl::launch_dependent(rope_kernel, dim3(grid_for(n)), dim3(kThreads), 0, s, x, rows, row_stride,
-                        num_heads, head_dim, rope_offset, positions, inv_freq, num_freq, inverse);
+  const bool small = n <= std::numeric_limits<int32_t>::max() - kThreads;
+  pdl::launch_dependent(small ? rope_kernel<int32_t> : rope_kernel<int64_t>, dim3(grid_for(n)),
+                        dim3(kThreads), 0, s, x, rows, row_stride, num_heads, head_dim, rope_offset,
+                        positions, inv_freq, num_freq, inverse);
   return cudaGetLastError();
 }
 
