@@ -14,7 +14,8 @@
 // arrival checks (a loop with a divergent-branch guard and a barrier per chunk) made their
 // instruction stream ~1,000 instructions long, so the last chunk was released late. ncu (H200,
 // docs/notes/cuda-kernels.md, lat13): 5120 columns 15.2 k cycles, 4.7 of 10.7 cycles between a
-// warp's instructions at a barrier; the chain itself is 2.6 k.
+// warp's instructions at a barrier; the chain itself is 2.6 k. This kernel: 5120 columns 7.1 k
+// SM cycles (ncu 7.8 -> 5.0 us; graph replay 6.27 -> 3.29 us), 512 columns 3.9 -> 3.3 us.
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
