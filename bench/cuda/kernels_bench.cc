@@ -1,12 +1,13 @@
 // deepinfer bench kernels
-// [--quick|--wgmma|--small-ops|--latency-ops|--mix-pipe|--mix-rows|--decode|--profile|
-// --sparse-attention|--index-scores|--dense-tc|--sample-rows|--dense-f32] (also the standalone
-// cuda_kernels_bench): times DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths (hidden 5120,
-// 64 heads x 512, expert intermediate 2304) against floors measured in the same run: device copy
-// bandwidth (cudaMemcpy D2D, bytes read + written) and cuBLASLt's bf16 and fp8 GEMM rate at 8192^3.
-// Each kernel's floor is max(bytes / bandwidth, FLOPs / peak); ratio = floor / time. Weights and
-// keys rotate through copies larger than L2 so that timings read HBM. Then the decode table
-// (decode_bench.cc); --decode runs only that, --wgmma only the prefill GEMM table (wgmma_bench.cc),
+// [--quick|--wgmma|--small-ops|--latency-ops|--latency-once|--mix-pipe|--mix-rows|--decode|
+// --profile|--sparse-attention|--index-scores|--dense-tc|--sample-rows|--dense-f32] (also the
+// standalone cuda_kernels_bench): times DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths
+// (hidden 5120, 64 heads x 512, expert intermediate 2304) against floors measured in the same run:
+// device copy bandwidth (cudaMemcpy D2D, bytes read + written) and cuBLASLt's bf16 and fp8 GEMM
+// rate at 8192^3. Each kernel's floor is max(bytes / bandwidth, FLOPs / peak); ratio = floor /
+// time. Weights and keys rotate through copies larger than L2 so that timings read HBM. Then the
+// decode table (decode_bench.cc); --decode runs only that, --wgmma only the prefill GEMM table
+// (wgmma_bench.cc),
 // --profile one launch for ncu.
 #include "cuda/kernels_bench.h"
 
@@ -270,7 +271,7 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
   bool quick = false, decode_only = false, profile = false, attention = false,
        attention_profile = false, wgmma_only = false, index_scores = false, small_ops = false,
        dense_tc = false, sample = false, dense_f32 = false, latency_ops = false, mix_pipe = false,
-       mix_rows = false;
+       mix_rows = false, latency_once = false;
   // 1: the routed-experts table alone; 2: the same without the variant sweep; 3: one graph of the
   // tensor path at 4,096 tokens and 16 experts (for a profiler); 4: the many-rows table alone;
   // 5: decode sizes (1-8 tokens at 16 and 384 experts); 6: one graph at one token and 16
@@ -286,6 +287,8 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       small_ops = true;
     } else if (a == "--latency-ops") {
       latency_ops = true;
+    } else if (a == "--latency-once") {
+      latency_once = true;
     } else if (a == "--mix-pipe") {
       mix_pipe = true;
     } else if (a == "--mix-rows") {
@@ -322,6 +325,7 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       std::fprintf(
           stderr,
           "%s: unknown flag '%s' (expected --quick, --wgmma, --small-ops, --latency-ops, "
+          "--latency-once, "
           "--mix-pipe, --mix-rows, "
           "--decode, "
           "--moe, --moe-pick, --moe-profile, --moe-large, --moe-decode, --moe-decode-profile, "
@@ -339,8 +343,8 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
   di::Status s;
   if (small_ops) {
     s = di::bench::run_small_ops_bench();
-  } else if (latency_ops) {
-    s = di::bench::run_latency_ops_bench();
+  } else if (latency_ops || latency_once) {
+    s = di::bench::run_latency_ops_bench(latency_once);
   } else if (mix_pipe) {
     s = di::bench::run_mix_pipe_bench();
   } else if (mix_rows) {

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -238,24 +239,40 @@ Status bench_write_kv(int64_t rows, KvFormat f, double bw) {
 
 // --latency-ops: the decode step's latency-bound row kernels next to their chain floor (the
 // dependent fp32 adds of their dot_f32 lanes, `steps` per lane, times the add latency measured
-// in this run; 0 where the kernel has no such chain: its time is all latency).
+// in this run; 0 where the kernel has no such chain: its time is all latency). With `once` (the
+// --latency-once flag) each kernel is launched once, plainly, at one row, for a profiler
+// (`ncu -k regex:rms_norm ...`: one profiled launch per kernel and width), and only the output
+// hashes are printed.
+struct LatencyRun {
+  double add_ns = 0;
+  bool once = false;
+};
+
 Status chain_row(const char* name,
                  int64_t rows,
                  int64_t steps,
-                 double add_ns,
+                 const LatencyRun& run,
                  const Launch& fn,
                  const void* out,
                  size_t out_bytes) {
+  if (run.once) {
+    DI_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());  // the uploads (see graph_us)
+    DI_CUDA_RETURN_IF_ERROR(fn(0, nullptr));
+    DI_ASSIGN_OR_RETURN(uint64_t hash, device_hash(out, out_bytes));
+    std::printf("| %s | %lld | - | - | - | %016llx |\n", name, static_cast<long long>(rows),
+                static_cast<unsigned long long>(hash));
+    return {};
+  }
   DI_ASSIGN_OR_RETURN(double us, graph_us(5, fn, kLaunches));
   DI_CUDA_RETURN_IF_ERROR(fn(0, nullptr));
   DI_ASSIGN_OR_RETURN(uint64_t hash, device_hash(out, out_bytes));
-  const double floor_us = static_cast<double>(steps) * add_ns * 1e-3;
+  const double floor_us = static_cast<double>(steps) * run.add_ns * 1e-3;
   std::printf("| %s | %lld | %.2f | %.2f | %.2f | %016llx |\n", name, static_cast<long long>(rows),
               us, floor_us, floor_us / us, static_cast<unsigned long long>(hash));
   return {};
 }
 
-Status latency_rms_norm(int64_t rows, int64_t cols, double add_ns) {
+Status latency_rms_norm(int64_t rows, int64_t cols, const LatencyRun& run) {
   DeviceBuffers buf;
   DI_ASSIGN_OR_RETURN(float* x, buf.upload(random_floats(static_cast<size_t>(rows * cols), 1)));
   DI_ASSIGN_OR_RETURN(float* w, buf.upload(random_floats(static_cast<size_t>(cols), 2)));
@@ -263,14 +280,14 @@ Status latency_rms_norm(int64_t rows, int64_t cols, double add_ns) {
   char name[64];
   std::snprintf(name, sizeof name, "rms_norm cols=%lld", static_cast<long long>(cols));
   return chain_row(
-      name, rows, cols / 8, add_ns,
+      name, rows, cols / 8, run,
       [&](int, cudaStream_t s) { return backend::cuda::rms_norm(x, rows, cols, w, 1e-6f, y, s); },
       y, sizeof(float) * rows * cols);
 }
 
 // V4.1's mHC shapes (hc 4, dim 5120): the mixes (product, tail), collapse, expand, and the
 // Engram gate; the router's tail at 256 experts, top 8.
-Status latency_hc(int64_t rows, double add_ns) {
+Status latency_hc(int64_t rows, const LatencyRun& run) {
   DeviceBuffers buf;
   const int hc = 4, mix = (2 + hc) * hc;
   const int64_t dim = 5120, hc_dim = hc * dim;
@@ -295,53 +312,78 @@ Status latency_hc(int64_t rows, double add_ns) {
   auto tail = [&](int, cudaStream_t s) {
     return cu::hc_mixes(x, rows, hc_dim, ss, raw, scale, base, hc, 20, 1e-6f, 1e-6f, co, s);
   };
-  DI_RETURN_IF_ERROR(chain_row("hc_mix_products hc=4 dim=5120", rows, hc_dim / 8, add_ns, products,
+  DI_RETURN_IF_ERROR(chain_row("hc_mix_products hc=4 dim=5120", rows, hc_dim / 8, run, products,
                                raw, sizeof(float) * rows * mix));
   DI_RETURN_IF_ERROR(
-      chain_row("hc_mixes tail", rows, 0, add_ns, tail, co, sizeof(HcCoefficients) * rows));
+      chain_row("hc_mixes tail", rows, 0, run, tail, co, sizeof(HcCoefficients) * rows));
   DI_RETURN_IF_ERROR(chain_row(
-      "hc_collapse hc=4 dim=5120", rows, 0, add_ns,
+      "hc_collapse hc=4 dim=5120", rows, 0, run,
       [&](int, cudaStream_t s) { return cu::hc_collapse(x, pre, rows, hc, dim, y, s); }, y,
       sizeof(float) * rows * dim));
   DI_RETURN_IF_ERROR(chain_row(
-      "hc_expand hc=4 dim=5120", rows, 0, add_ns,
+      "hc_expand hc=4 dim=5120", rows, 0, run,
       [&](int, cudaStream_t s) { return cu::hc_expand(x, x, co, rows, hc, dim, y, s); }, y,
       sizeof(float) * rows * hc_dim));
   // In place: each launch gates the previous one's rows (the same sequence in every build, so
   // the hashes still compare).
   DI_RETURN_IF_ERROR(chain_row(
-      "engram_gate hc=4 dim=5120", rows, dim / 8, add_ns,
+      "engram_gate hc=4 dim=5120", rows, dim / 8, run,
       [&](int, cudaStream_t s) {
         return cu::engram_gate(y, kv, qk, rows, hc, dim, 1e-6f, 0.01f, s);
       },
       y, sizeof(float) * rows * hc_dim));
+  // RoPE of the 64 query heads (head 512, the last 64 dims rotated: 32 frequencies), in place as
+  // the gate above.
+  const int heads = 64, head_dim = 512, freqs = 32;
+  DI_ASSIGN_OR_RETURN(float* q,
+                      buf.upload(random_floats(static_cast<size_t>(rows * heads * head_dim), 11)));
+  std::vector<int64_t> positions(static_cast<size_t>(rows));
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = 4000 + static_cast<int64_t>(i);
+  DI_ASSIGN_OR_RETURN(int64_t * pos, buf.upload(positions));
+  std::vector<float> inv_freq(freqs);
+  for (int i = 0; i < freqs; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / (2 * freqs));
+  DI_ASSIGN_OR_RETURN(float* freq, buf.upload(inv_freq));
+  DI_RETURN_IF_ERROR(chain_row(
+      "rope 64 heads x 32 freqs", rows, 0, run,
+      [&](int, cudaStream_t s) {
+        return cu::rope(q, rows, int64_t{heads} * head_dim, heads, head_dim, head_dim - 2 * freqs,
+                        pos, freq, freqs, false, s);
+      },
+      q, sizeof(float) * rows * heads * head_dim));
   const RouteParams rp{256, 8, ScoreFunc::kSqrtSoftplus, 1.0f, true, 2.5f};
   DI_ASSIGN_OR_RETURN(float* graw, buf.upload(random_floats(static_cast<size_t>(rows * 256), 9)));
   DI_ASSIGN_OR_RETURN(float* bias, buf.upload(random_floats(256, 10)));
   DI_ASSIGN_OR_RETURN(int32_t * ex, buf.alloc<int32_t>(static_cast<size_t>(rows * 8)));
   DI_ASSIGN_OR_RETURN(float* wt, buf.alloc<float>(static_cast<size_t>(rows * 8)));
   return chain_row(
-      "moe_route 256 experts top 8", rows, 0, add_ns,
+      "moe_route 256 experts top 8", rows, 0, run,
       [&](int, cudaStream_t s) { return cu::moe_route(graw, rows, bias, rp, ex, wt, s); }, wt,
       sizeof(float) * rows * 8);
 }
 
 }  // namespace
 
-Status run_latency_ops_bench() {
-  DI_ASSIGN_OR_RETURN(double add_ns, measure_dependent_fadd_ns());
-  std::printf(
-      "latency-bound row kernels: dependent fp32 add %.3f ns; us per launch (graph replay of %d, "
-      "a graph of one launch costs about as much as the emptiest kernel); floor = chain steps x "
-      "add latency\n\n",
-      add_ns, kLaunches);
+Status run_latency_ops_bench(bool once) {
+  LatencyRun run;
+  run.once = once;
+  if (once) {
+    std::printf("latency-bound row kernels, one plain launch each (for a profiler)\n\n");
+  } else {
+    DI_ASSIGN_OR_RETURN(run.add_ns, measure_dependent_fadd_ns());
+    std::printf(
+        "latency-bound row kernels: dependent fp32 add %.3f ns; us per launch (graph replay of "
+        "%d, a graph of one launch costs about as much as the emptiest kernel); floor = chain "
+        "steps x add latency\n\n",
+        run.add_ns, kLaunches);
+  }
   std::printf("| kernel | rows | us | chain floor us | floor/time | output hash |\n");
   std::printf("|---|---|---|---|---|---|\n");
   for (int64_t rows : {1, 8, 64}) {
+    if (once && rows != 1) break;
     for (int64_t cols : {5120, 1536, 1280, 512}) {
-      DI_RETURN_IF_ERROR(latency_rms_norm(rows, cols, add_ns));
+      DI_RETURN_IF_ERROR(latency_rms_norm(rows, cols, run));
     }
-    DI_RETURN_IF_ERROR(latency_hc(rows, add_ns));
+    DI_RETURN_IF_ERROR(latency_hc(rows, run));
   }
   return {};
 }

@@ -13,8 +13,9 @@
 namespace di::bench {
 
 Status run_small_ops_bench();
-// --latency-ops: the latency-bound row kernels at 1, 8, 64 rows next to their chain floor.
-Status run_latency_ops_bench();
+// --latency-ops: the latency-bound row kernels at 1, 8, 64 rows next to their chain floor;
+// `once` (--latency-once): one plain launch of each at one row, for a profiler.
+Status run_latency_ops_bench(bool once = false);
 // --mix-pipe: hc_mix_products at 1-64 rows, the staged kernel vs the pipelined one.
 Status run_mix_pipe_bench();
 // --mix-rows: hc_mix_rows at 65-16,384 rows, session 7's kernel vs the by-lane staged one.

@@ -2,6 +2,9 @@
 // Engram gate and the compressor's softmax pooling, each computing exactly what its kernels/ref
 // twin computes (same operation order, explicit round-to-nearest arithmetic): one thread per
 // element (the quantizers: a lane per element, a warp or half warp per block).
+#include <cstdint>
+#include <limits>
+
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
@@ -92,6 +95,11 @@ __global__ void fake_quant_fp4_kernel(float* x, int64_t n) {
   if (live) x[i] = round_bf16(__fmul_rn(q, s));
 }
 
+// Idx: int when rows * num_heads * num_freq fits (every decode step), so the flat index splits
+// by 32-bit divisions; int64_t divisions are a ~70-instruction routine each, three of them ahead
+// of the loads. inv_freq is the RoPE table (a constant no kernel writes): its load is issued
+// before the grid dependency; every thread still waits before it touches x or positions.
+template <class Idx>
 __global__ void rope_kernel(float* x,
                             int64_t rows,
                             int64_t row_stride,
@@ -102,14 +110,17 @@ __global__ void rope_kernel(float* x,
                             const float* inv_freq,
                             int num_freq,
                             bool inverse) {
-  pdl::enter_dependent_grid();
-  const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (t >= rows * num_heads * num_freq) return;
+  const Idx t =
+      static_cast<Idx>(blockIdx.x) * static_cast<Idx>(blockDim.x) + static_cast<Idx>(threadIdx.x);
+  const bool live = t < static_cast<Idx>(rows) * num_heads * num_freq;
   const int i = static_cast<int>(t % num_freq);
+  const float freq = live ? inv_freq[i] : 0.0f;
+  pdl::enter_dependent_grid();
+  if (!live) return;
   const int h = static_cast<int>(t / num_freq % num_heads);
-  const int64_t r = t / num_freq / num_heads;
+  const int64_t r = static_cast<int64_t>(t / num_freq / num_heads);
   float* p = x + r * row_stride + static_cast<int64_t>(h) * head_dim + rope_offset + 2 * i;
-  const float angle = __fmul_rn(static_cast<float>(positions[r]), inv_freq[i]);
+  const float angle = __fmul_rn(static_cast<float>(positions[r]), freq);
   const float c = static_cast<float>(cos(static_cast<double>(angle)));
   const float sn = static_cast<float>(sin(static_cast<double>(angle)));
   const float s = inverse ? -sn : sn;
@@ -175,13 +186,18 @@ __global__ void hc_expand_kernel(const float* y,
 // index arithmetic: the one-value kernels above spent most of their instructions on 64-bit
 // divisions of the flat index (hc_expand at 256 rows: 46 us for 46 MB). Each output takes the
 // same operations in the same order as there.
+// kHc > 0: hc as a compile-time constant (V4.1's 4), so the loops unroll and every load of a
+// thread is issued before the first add; 0: hc at run time.
+template <int kHc>
 __global__ void hc_collapse4_kernel(
-    const float4* x, const float* pre, int rows, int hc, int dim4, float4* y) {
+    const float4* x, const float* pre, int rows, int hc_runtime, int dim4, float4* y) {
   pdl::enter_dependent_grid();
+  const int hc = kHc > 0 ? kHc : hc_runtime;
   const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= rows * dim4) return;
   const int r = t / dim4, d = t - r * dim4;
   float4 s = make_float4(0, 0, 0, 0);
+#pragma unroll
   for (int k = 0; k < hc; ++k) {
     const float p = pre[r * hc + k];
     const float4 v = x[static_cast<int64_t>(r * hc + k) * dim4 + d];
@@ -193,24 +209,31 @@ __global__ void hc_collapse4_kernel(
 
 // One thread per (row, four columns) writes those columns of every copy j (the hc residual
 // copies are read once for all of them).
+// kHc as for hc_collapse4_kernel: with hc at run time the residual copies (a float4 array indexed
+// by loop counters) lived in a 128-byte stack frame (ptxas -v), a local-memory round trip each.
+template <int kHc>
 __global__ void hc_expand4_kernel(const float4* y,
                                   const float4* residual,
                                   const HcCoefficients* coeff,
                                   int rows,
-                                  int hc,
+                                  int hc_runtime,
                                   int dim4,
                                   float4* out) {
   pdl::enter_dependent_grid();
+  const int hc = kHc > 0 ? kHc : hc_runtime;
   const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= rows * dim4) return;
   const int r = t / dim4, d = t - r * dim4;
   const HcCoefficients& c = coeff[r];
   const int64_t row = static_cast<int64_t>(r) * hc * dim4;
   float4 res[HcCoefficients::kMaxHc];
+#pragma unroll
   for (int i = 0; i < hc; ++i) res[i] = residual[row + static_cast<int64_t>(i) * dim4 + d];
   const float4 yv = y[t];
+#pragma unroll
   for (int j = 0; j < hc; ++j) {
     float4 m = make_float4(0, 0, 0, 0);
+#pragma unroll
     for (int i = 0; i < hc; ++i) {
       const float w = c.comb[i * hc + j];
       m = make_float4(
@@ -325,8 +348,10 @@ cudaError_t rope(float* x,
                  cudaStream_t s) {
   const int64_t n = rows * num_heads * num_freq;
   if (n == 0) return cudaSuccess;
-  pdl::launch_dependent(rope_kernel, dim3(grid_for(n)), dim3(kThreads), 0, s, x, rows, row_stride,
-                        num_heads, head_dim, rope_offset, positions, inv_freq, num_freq, inverse);
+  const bool small = n <= std::numeric_limits<int32_t>::max() - kThreads;
+  pdl::launch_dependent(small ? rope_kernel<int32_t> : rope_kernel<int64_t>, dim3(grid_for(n)),
+                        dim3(kThreads), 0, s, x, rows, row_stride, num_heads, head_dim, rope_offset,
+                        positions, inv_freq, num_freq, inverse);
   return cudaGetLastError();
 }
 
@@ -350,7 +375,8 @@ cudaError_t hc_collapse(
   const int64_t n = rows * dim;
   if (n == 0) return cudaSuccess;
   if (four_columns(x, y, x, rows, hc, dim)) {
-    pdl::launch_dependent(hc_collapse4_kernel, dim3(grid_for(n / 4)), dim3(kThreads), 0, s,
+    pdl::launch_dependent(hc == 4 ? hc_collapse4_kernel<4> : hc_collapse4_kernel<0>,
+                          dim3(grid_for(n / 4)), dim3(kThreads), 0, s,
                           reinterpret_cast<const float4*>(x), pre, static_cast<int>(rows), hc,
                           static_cast<int>(dim / 4), reinterpret_cast<float4*>(y));
     return cudaGetLastError();
@@ -371,7 +397,8 @@ cudaError_t hc_expand(const float* y,
   const int64_t n = rows * hc * dim;
   if (n == 0) return cudaSuccess;
   if (four_columns(y, residual, out, rows, hc, dim)) {
-    pdl::launch_dependent(hc_expand4_kernel, dim3(grid_for(rows * dim / 4)), dim3(kThreads), 0, s,
+    pdl::launch_dependent(hc == 4 ? hc_expand4_kernel<4> : hc_expand4_kernel<0>,
+                          dim3(grid_for(rows * dim / 4)), dim3(kThreads), 0, s,
                           reinterpret_cast<const float4*>(y),
                           reinterpret_cast<const float4*>(residual), coeff, static_cast<int>(rows),
                           hc, static_cast<int>(dim / 4), reinterpret_cast<float4*>(out));

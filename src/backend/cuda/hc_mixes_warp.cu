@@ -6,7 +6,8 @@
 // together (hc is a template constant) before the sum's adds in order. Why: the block kernel
 // (hc_mixes.cu) took 13.1 us per launch (cuda_kernels_bench --latency-ops, H200) for about 40
 // dependent divisions: four barriers, its loads after the first, and a Sinkhorn loop whose
-// shuffles waited on each add; this one takes 8.6 us.
+// shuffles waited on each add; this one took 8.6 us, and 3.7 us once its idle lanes stopped
+// taking __fdiv_rn's slow path (lat13, see sinkhorn's call below).
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/hc_mixes_warp.h"
@@ -91,7 +92,12 @@ __global__ void __launch_bounds__(32) hc_mixes_warp_kernel(const float* sum_squa
     const float g = sigmoid_f32(__fadd_rn(__fmul_rn(__fmul_rn(mv[0], rsqrt), sc), bv[0]));
     v = pre ? __fadd_rn(g, hc_eps) : __fmul_rn(2.0f, g);
   }
-  const float sk = sinkhorn_lane<kHc>(comb ? v : 0.0f, sinkhorn_iters, hc_eps);
+  // The other lanes divide along (their results are dropped) and must not take __fdiv_rn's slow
+  // path: with 0.0f they did, every division (a zero dividend fails the fast path's check), and
+  // the warp then ran that branch's ~20 dependent instructions after each of the ~40 divisions
+  // (ncu, lat13: 40 calls per launch). 1.0f over a comb sum keeps them on the fast path; comb
+  // lanes only read comb lanes, so their bits do not change.
+  const float sk = sinkhorn_lane<kHc>(comb ? v : 1.0f, sinkhorn_iters, hc_eps);
   if (comb) v = sk;
   // HcCoefficients as floats: pre[kMaxHc], post[kMaxHc], comb[kMaxHc^2]; unused entries zero.
   float* dst = reinterpret_cast<float*>(out + r);

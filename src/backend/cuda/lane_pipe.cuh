@@ -13,9 +13,11 @@
 //               step, then pipe_arrive_rest(...) once all are stored.
 // Barrier ids 1..kPipeChunks are used; __syncthreads (id 0) stays free for the caller.
 //
-// Used by rms_norm and engram_gate (one block per row; faster on the H200). The mix products'
-// 25 blocks per row were slower with it (docs/notes/cuda-kernels.md, latency2); their pipeline
-// is hc_mix_pipe.cu (fn copied before the grid dependency, one wait per 8 chunks).
+// Used by engram_gate (one block per row; faster on the H200). rms_norm used it until lat13: with
+// all of a row's loads landing in one round trip there was little to overlap, and the chunks'
+// barriers and arrival checks cost more than they hid (rms_norm.cu says how much). The mix
+// products' 25 blocks per row were slower with it (docs/notes/cuda-kernels.md, latency2); their
+// pipeline is hc_mix_pipe.cu (fn copied before the grid dependency, one wait per 8 chunks).
 #pragma once
 
 #include <cstdint>

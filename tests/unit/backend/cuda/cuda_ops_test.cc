@@ -123,11 +123,13 @@ TEST_F(CudaOpsTest, FakeQuantMatchesCpuBitwise) {
 TEST_F(CudaOpsTest, RmsNormAndHyperConnectionsMatchCpuBitwise) {
   const int64_t rows = 7;
   // 5123: a tail past the 8-lane chains (unaligned rows); 5120, 1536, 1280, 512: V4.1's widths;
-  // 7680: the widest row held in registers; 8192, 9001: too wide to hold, the chains read global
-  // memory; 130: chains of 16 steps and a scalar one; 5: no chain, only the tail. 1 and 64 rows:
-  // the decode step's batch 1 and a batch filling more blocks than one per row wave.
+  // 1283: a tail after a short chain; 7680: the widest row held in registers (15 values a
+  // thread), 7679: the same with a tail; 8192, 9001: too wide to hold, the chains read global
+  // memory; 130: chains of 16 steps and a scalar one; 8: one step, no tail; 5: no chain, only the
+  // tail. 1 and 64 rows: the decode step's batch 1 and a batch filling more blocks than one per
+  // row wave.
   for (int64_t n : {int64_t{1}, rows, int64_t{64}}) {
-    for (int64_t cols : {5123, 5120, 1536, 1280, 512, 7680, 8192, 130, 9001, 5}) {
+    for (int64_t cols : {5123, 5120, 1536, 1280, 1283, 512, 7680, 7679, 8192, 130, 9001, 8, 5}) {
       if (n != rows && cols != 5120 && cols != 1280 && cols != 512) continue;
       auto x = random_rows(static_cast<size_t>(n * cols), 31);
       auto w = random_rows(static_cast<size_t>(cols), 32);
