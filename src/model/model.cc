@@ -148,7 +148,7 @@ void Model::embed(const ForwardContext& ctx, RowsView x) const {
   ops_->embed_rows(weights_.embed, ctx.tokens.data(), config_.hc_mult, x);
 }
 
-Buffer Model::engram_rows(int layer, const ForwardContext& ctx) const {
+void Model::apply_engram(int layer, const ForwardContext& ctx, RowsView x) const {
   const EngramWeights& e = *weights_.layers[static_cast<size_t>(layer)].engram;
   const int cols = hasher_->buckets_per_layer();
   const int64_t hd = config_.engram_head_dim;
@@ -163,12 +163,7 @@ Buffer Model::engram_rows(int layer, const ForwardContext& ctx) const {
   const int64_t kv_width = static_cast<int64_t>(config_.hc_mult + 1) * config_.dim;
   Buffer kv(*ops_, ctx.num_rows, kv_width);
   ops_->linear(emb_d.view(), e.wkv, kv.view(), true);
-  return kv;
-}
-
-void Model::engram_gate(int layer, ConstRowsView kv, RowsView x) const {
-  const EngramWeights& e = *weights_.layers[static_cast<size_t>(layer)].engram;
-  ops_->engram_gate(x, kv, e.qk_weight.data(), config_.hc_mult, config_.norm_eps);
+  ops_->engram_gate(x, kv.view(), e.qk_weight.data(), config_.hc_mult, config_.norm_eps);
 }
 
 Buffer Model::initial_pre_mix(int64_t rows) const {
@@ -265,7 +260,6 @@ Status Model::forward(ForwardContext& ctx,
   const bool replay = std::any_of(ctx.chunks.begin(), ctx.chunks.end(), [](const SequenceChunk& c) {
     return c.replay_from > c.seq->num_tokens;
   });
-  Buffer engram_kv;  // the Engram rows of the next layer that has them, once computed
   for (int l = 0; l < config_.n_layers; ++l) {
     if (replay && l == late) {
       kept = narrow_to_replay_tail(*ops_, ctx, tail);
@@ -278,23 +272,7 @@ Status Model::forward(ForwardContext& ctx,
       xv = x.view();
       pv = pre_mix.view();
     }
-    if (weights_.layers[static_cast<size_t>(l)].engram) {
-      if (engram_kv.data()) {
-        ops_->join_side();
-        engram_gate(l, engram_kv.view(), xv);
-        engram_kv = Buffer();
-      } else {
-        apply_engram(l, *active, xv);
-      }
-    }
-    // The next layer's Engram rows depend on the tokens only: on a side line beside this block
-    // (not across a bounded replay's narrowing, which changes the rows).
-    const int next = l + 1;
-    if (next < config_.n_layers && weights_.layers[static_cast<size_t>(next)].engram &&
-        !(replay && next == late) && open_side_line(*active)) {
-      engram_kv = engram_rows(next, *active);
-      ops_->end_side();
-    }
+    if (weights_.layers[static_cast<size_t>(l)].engram) apply_engram(l, *active, xv);
     record_dspark_input(l, *active, xv);
     run_block(l, *active, xv, pv);
   }

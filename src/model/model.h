@@ -97,13 +97,7 @@ class Model {
   // The steps of forward, public so a layer can be run on recorded inputs (golden checks).
   Status begin_forward(ForwardContext& ctx) const;          // rows, positions, pages, Engram hashes
   void embed(const ForwardContext& ctx, RowsView x) const;  // x: [rows, hc * dim]
-  // Engram: the layer's table rows through its wkv ([rows, (hc + 1) * dim]), which
-  // depend on the tokens only, then the gate that adds them into the stream x.
-  Buffer engram_rows(int layer, const ForwardContext& ctx) const;
-  void engram_gate(int layer, ConstRowsView kv, RowsView x) const;
-  void apply_engram(int layer, const ForwardContext& ctx, RowsView x) const {
-    engram_gate(layer, engram_rows(layer, ctx).view(), x);
-  }
+  void apply_engram(int layer, const ForwardContext& ctx, RowsView x) const;
   // One block (attention site + FFN site) on x in backend memory. pre_mix [rows, hc] is the
   // previous site's collapse weights on entry and this block's FFN `pre` on exit (in place).
   // Calls on one Model must not overlap (the blocks share the model's row workspace).
