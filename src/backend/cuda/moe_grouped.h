@@ -50,7 +50,8 @@ struct MoeRoutedArgs {
   // tolerance of the CPU instead of bitwise; tile_variant then picks 8, 16 or 32 rows per unit
   // with 4 warps of 32 features (0-2) or 8 warps of 16 (3-5), or the wgmma kernels over
   // 128-row units (6; 7: without the folded weight scales; 8: two block-sum sets per consumer;
-  // sm_90 only, else variant 2), all bitwise equal; -1: moe_routed_tc_pick.
+  // sm_90 only, else variant 2), or 3 with the deep cp.async ring forced (9; 0 and 3 take it
+  // by themselves when their grid fits in one wave), all bitwise equal; -1: moe_routed_tc_pick.
   bool tensor_cores = false;
 };
 
@@ -60,7 +61,7 @@ struct MoeRoutedArgs {
 inline constexpr int kMoeVariants = 8;
 int moe_routed_pick(int64_t tokens, int topk, int num_experts);
 
-inline constexpr int kMoeTcVariants = 9;
+inline constexpr int kMoeTcVariants = 10;
 int moe_routed_tc_pick(int64_t tokens, int topk, int num_experts);
 
 // Whether the shapes are supported (dim and inter multiples of 128, topk <= 16, experts <= 1024).

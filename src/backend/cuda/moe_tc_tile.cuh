@@ -9,9 +9,12 @@
 
 namespace di::backend::cuda::moe_tc {
 
-constexpr int kFeat = 128;               // output features per tile
-constexpr int kStageK = 128;             // K per pipeline stage: four 32-blocks
-constexpr int kStages = 3;               // cp.async ring depth
+constexpr int kFeat = 128;    // output features per tile
+constexpr int kStageK = 128;  // K per pipeline stage: four 32-blocks
+constexpr int kStages = 3;    // cp.async ring depth (two CTAs per SM fit)
+// The deeper ring for a grid that fits in one wave anyway (one token: one CTA per SM, whose weight
+// bytes in flight then set the pace; measured at batch 1, docs/benchmarks.md, session 13).
+constexpr int kStagesDeep = 5;
 constexpr int kWRow = kStageK / 2 + 16;  // weight row bytes per stage (+16: no bank conflicts)
 constexpr int kXRow = kStageK * 2 + 64;  // activation row bytes per stage (+64: likewise)
 
@@ -22,13 +25,13 @@ inline constexpr int kThreadsFor = 32 * kFeat / (16 * kMi);
 
 // Shared memory of one stage: per matrix its weight rows and their scale bytes (4 per row), then
 // the unit's activation rows (f16, MMA order) and their scales (4 floats per row).
-template <int kMats, int NT>
+template <int kMats, int NT, int ST = kStages>
 struct Layout {
   static constexpr int kRows = 8 * NT;
   static constexpr int kW = kFeat * kWRow, kWs = kFeat * 4;
   static constexpr int kX = kMats * (kW + kWs), kXs = kX + kRows * kXRow;
   static constexpr int kStage = kXs + kRows * 16;
-  static constexpr int kBytes = kStages * kStage;
+  static constexpr int kBytes = ST * kStage;
   __host__ __device__ static constexpr int w(int m) { return m * kW; }
   __host__ __device__ static constexpr int ws(int m) { return kMats * kW + m * kWs; }
 };
@@ -81,7 +84,7 @@ __device__ __forceinline__ float weight_scale14(uint8_t b) {
 
 // acc[m][mi][nt] = this warp's 16 * kMi features (kMi m16 tiles) x the unit's 8 * NT rows (n8
 // groups) of matrix m over all of K, in K order. `rows` holds the unit's source rows of q.
-template <int kMats, int NT, int kMi>
+template <int kMats, int NT, int kMi, int ST = kStages>
 __device__ __forceinline__ void tile_product(const uint16_t* q,
                                              const float* q_scale,
                                              int64_t K,
@@ -92,7 +95,7 @@ __device__ __forceinline__ void tile_product(const uint16_t* q,
                                              const int* rows,
                                              float (&acc)[kMats][kMi][NT][4]) {
   constexpr int kThreads = kThreadsFor<kMi>;
-  using L = Layout<kMats, NT>;
+  using L = Layout<kMats, NT, ST>;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, tig = lane % 4;
   const int64_t nk = K / kStageK;
   auto load = [&](int slot, int64_t kb) {
@@ -130,17 +133,16 @@ __device__ __forceinline__ void tile_product(const uint16_t* q,
     }
   }
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
+  for (int s = 0; s < ST - 1; ++s) {
     if (s < nk) load(s, s);
     cp_commit();
   }
   for (int64_t kb = 0; kb < nk; ++kb) {
-    cp_wait<kStages - 2>();
+    cp_wait<ST - 2>();
     __syncthreads();  // stage kb landed for all; every warp is done with stage kb - 1's slot
-    if (kb + kStages - 1 < nk)
-      load(static_cast<int>((kb + kStages - 1) % kStages), kb + kStages - 1);
+    if (kb + ST - 1 < nk) load(static_cast<int>((kb + ST - 1) % ST), kb + ST - 1);
     cp_commit();
-    const unsigned char* st = smem + (kb % kStages) * L::kStage;
+    const unsigned char* st = smem + (kb % ST) * L::kStage;
     const float* xs = reinterpret_cast<const float*>(st + L::kXs);
 #pragma unroll
     for (int blk = 0; blk < kStageK / 32; ++blk) {
