@@ -20,6 +20,7 @@ namespace {
 constexpr int kWarps = 4;      // 16 output features per warp, 64 per CTA
 constexpr int kTokGroups = 8;  // 8 tokens per MMA column group, 64 tokens per pass
 constexpr int kAhead = 4;      // 32-wide K chunks whose weight loads a warp issues at once
+constexpr int kAheadOne = 8;   // the same with one token group (up to 8 rows)
 
 __device__ __forceinline__ uint4 load16(const uint16_t* p) {
   return __ldg(reinterpret_cast<const uint4*>(p));
@@ -32,6 +33,10 @@ __device__ __forceinline__ uint4 load16(const uint16_t* p) {
 // `splits` warps share a 16-feature tile, each a contiguous K range, and their partial sums are
 // added in split order: the split depends on K only (never on the rows), and it gives small
 // batches four times the warps to keep weight bytes in flight.
+// TG token groups per pass: kTokGroups, or 1 for up to 8 rows (decode), where a chunk's x values
+// then load with its weights instead of an L2 round trip of their own per chunk, in far fewer
+// registers. The same MMAs for every row either way.
+template <int TG>
 __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16_t* __restrict__ x,
                                                                     int64_t rows,
                                                                     const uint16_t* __restrict__ w,
@@ -42,8 +47,9 @@ __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16
                                                                     int64_t x_stride,
                                                                     float* __restrict__ y,
                                                                     bool round) {
+  constexpr int kA = TG == 1 ? kAheadOne : kAhead;
   pdl::enter_dependent_grid();
-  __shared__ float partial[kWarps][kTokGroups][4][32];
+  __shared__ float partial[kWarps][TG][4][32];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   const int tile = warp / splits, part = warp % splits;
   const int64_t f0 = (static_cast<int64_t>(blockIdx.x) * (kWarps / splits) + tile) * 16;
@@ -52,35 +58,42 @@ __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16
   // Grouped products (wo_a): the tile's 16 features lie in one group, which reads its x slice.
   const uint16_t* xg = x + (min(f0, n_out - 1) / group_out) * k;
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  for (int64_t t0 = 0; t0 < rows; t0 += kTokGroups * 8) {
-    float acc[kTokGroups][4];
+  for (int64_t t0 = 0; t0 < rows; t0 += TG * 8) {
+    float acc[TG][4];
 #pragma unroll
-    for (int tg = 0; tg < kTokGroups; ++tg)
-      acc[tg][0] = acc[tg][1] = acc[tg][2] = acc[tg][3] = 0.0f;
+    for (int tg = 0; tg < TG; ++tg) acc[tg][0] = acc[tg][1] = acc[tg][2] = acc[tg][3] = 0.0f;
     const int64_t left = rows - t0;
-    const int groups = left >= kTokGroups * 8 ? kTokGroups : static_cast<int>((left + 7) / 8);
-    // The weight loads of kAhead chunks are issued before their MMAs: at a few rows the kernel
+    const int groups = left >= TG * 8 ? TG : static_cast<int>((left + 7) / 8);
+    // The weight loads of kA chunks are issued before their MMAs: at a few rows the kernel
     // streams weights, and two chunks in flight per warp left it at ~0.4 of the byte floor.
-    for (int64_t kc0 = k_begin; kc0 < k_end; kc0 += 32 * kAhead) {
-      uint4 wa[kAhead], wb[kAhead];
+    for (int64_t kc0 = k_begin; kc0 < k_end; kc0 += 32 * kA) {
+      uint4 wa[kA], wb[kA], x1[TG == 1 ? kA : 1];
 #pragma unroll
-      for (int u = 0; u < kAhead; ++u) {
+      for (int u = 0; u < kA; ++u) {
         const int64_t off = kc0 + 32 * u + 8 * q;
         const bool in = kc0 + 32 * u < k_end;
         wa[u] = in && fa < n_out ? load16(w + fa * k + off) : zero;
         wb[u] = in && fb < n_out ? load16(w + fb * k + off) : zero;
+        if constexpr (TG == 1) {
+          x1[u] = in && t0 + g < rows ? load16(xg + (t0 + g) * x_stride + off) : zero;
+        }
       }
 #pragma unroll
-      for (int u = 0; u < kAhead; ++u) {
+      for (int u = 0; u < kA; ++u) {
         if (kc0 + 32 * u >= k_end) break;
         const int64_t off = kc0 + 32 * u + 8 * q;
         const uint4 a = wa[u], b = wb[u];
         const uint32_t a0[4] = {a.x, b.x, a.y, b.y}, a1[4] = {a.z, b.z, a.w, b.w};
 #pragma unroll
-        for (int tg = 0; tg < kTokGroups; ++tg) {
+        for (int tg = 0; tg < TG; ++tg) {
           if (tg < groups) {
             const int64_t t = t0 + tg * 8 + g;
-            const uint4 xv = t < rows ? load16(xg + t * x_stride + off) : zero;
+            uint4 xv;
+            if constexpr (TG == 1) {
+              xv = x1[u];
+            } else {
+              xv = t < rows ? load16(xg + t * x_stride + off) : zero;
+            }
             mma_bf16(acc[tg], a0, xv.x, xv.y);
             mma_bf16(acc[tg], a1, xv.z, xv.w);
           }
@@ -89,14 +102,14 @@ __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16
     }
     if (splits > 1) {
 #pragma unroll
-      for (int tg = 0; tg < kTokGroups; ++tg) {
+      for (int tg = 0; tg < TG; ++tg) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) partial[warp][tg][i][lane] = acc[tg][i];
       }
       __syncthreads();
       if (part == 0) {
 #pragma unroll
-        for (int tg = 0; tg < kTokGroups; ++tg) {
+        for (int tg = 0; tg < TG; ++tg) {
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             float v = partial[warp][tg][i][lane];
@@ -109,7 +122,7 @@ __global__ void __launch_bounds__(kWarps * 32) dense_bf16_tc_kernel(const uint16
     }
     if (part != 0) continue;
 #pragma unroll
-    for (int tg = 0; tg < kTokGroups; ++tg) {
+    for (int tg = 0; tg < TG; ++tg) {
       if (tg >= groups) continue;
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
@@ -395,10 +408,10 @@ cudaError_t dense_bf16_tc(const uint16_t* x,
   }
   const int64_t per_cta = kWarps / splits * 16;  // features per CTA
   const int64_t ctas = (w.out_features + per_cta - 1) / per_cta;
-  pdl::launch_dependent(dense_bf16_tc_kernel, dim3(static_cast<unsigned>(ctas)), dim3(kWarps * 32),
-                        0, s, x, rows, reinterpret_cast<const uint16_t*>(w.data), w.out_features,
-                        w.in_features, splits, w.out_features / groups, groups * w.in_features, y,
-                        round_bf16);
+  pdl::launch_dependent(rows <= 8 ? dense_bf16_tc_kernel<1> : dense_bf16_tc_kernel<kTokGroups>,
+                        dim3(static_cast<unsigned>(ctas)), dim3(kWarps * 32), 0, s, x, rows,
+                        reinterpret_cast<const uint16_t*>(w.data), w.out_features, w.in_features,
+                        splits, w.out_features / groups, groups * w.in_features, y, round_bf16);
   return cudaGetLastError();
 }
 
