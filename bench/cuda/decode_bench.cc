@@ -257,7 +257,8 @@ Status bench_moe(const std::vector<int64_t>& token_list,
                  double flops,
                  const std::vector<int>& variants,
                  int E = 384,
-                 bool exact = true) {
+                 bool exact = true,
+                 bool with_pick = true) {
   namespace bc = backend::cuda;
   const int topk = 6;
   const int64_t dim = 5120, inter = 2304;
@@ -338,7 +339,8 @@ Status bench_moe(const std::vector<int64_t>& token_list,
       std::string notes = tc ? "variants" : "CUDA cores (moe_routed_pick)";
       double pick_us = 0;
       // The CUDA-core variants' sweep is in session 6's table; only the tensor path sweeps here.
-      std::vector<int> vs = {-1};
+      std::vector<int> vs;
+      if (with_pick || !tc) vs.push_back(-1);
       if (tc) vs.insert(vs.end(), variants.begin(), variants.end());
       for (const int v : vs) {
         a.tile_variant = v;
@@ -420,13 +422,25 @@ Status run_profile_launches() {
   return {};
 }
 
-Status run_moe_bench(int mode) {
+Status run_moe_bench(int mode, int variant) {
   const bool sweep = mode == 1;
-  // One token, 16 experts: one graph of the pick (for a profiler; no floors measured).
-  if (mode == 6) return bench_moe({1}, 1, 1e12, 1e12, {}, 16, false);
+  // One token, 16 experts: one graph of the pick or of `variant` (for a profiler; no floors).
+  if (mode == 6 && variant < 0) return bench_moe({1}, 1, 1e12, 1e12, {}, 16, false);
+  if (mode == 6) return bench_moe({1}, 1, 1e12, 1e12, {variant}, 16, false, false);
   DI_ASSIGN_OR_RETURN(double bw, copy_bandwidth());
   DI_ASSIGN_OR_RETURN(double flops, bf16_peak());
   if (mode == 3) return bench_moe({4096}, 1, bw, flops, {}, 16, false);
+  if (mode == 7) {
+    // Decode sizes, the single-group tile variants side by side (3: tile, 10: the decode
+    // product, 11: 10 with the up product's K split over two warp groups).
+    std::printf(
+        "\nrouted experts at decode sizes, variants: copy %.0f GB/s; us per launch\n\n"
+        "| kernel | tokens | us | floor us | floor/time | notes |\n"
+        "|---|---|---|---|---|---|\n",
+        bw / 1e9);
+    DI_RETURN_IF_ERROR(bench_moe({1, 2, 4, 8}, 5, bw, flops, {3, 10, 11}, 16, false));
+    return bench_moe({1, 8}, 5, bw, flops, {3, 10, 11}, 384, false);
+  }
   if (mode == 5) {
     // Decode sizes (the batch-1 to batch-8 steps' routed experts): the pick.
     std::printf(

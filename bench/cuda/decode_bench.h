@@ -10,7 +10,7 @@ namespace di::bench {
 Status run_decode_bench(bool quick);
 // Only the routed-experts table; sweep: every tile variant too, else the default pick only.
 // 1: all variants, 2: the picks, 3: one shape for a profiler, 4: the many-rows table alone
-Status run_moe_bench(int mode);
+Status run_moe_bench(int mode, int variant = -1);
 // The square FP8 GEMM at 1 and 8 rows, one plain launch each (for ncu).
 Status run_profile_launches();
 

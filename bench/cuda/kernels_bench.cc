@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -275,8 +276,9 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
   // 1: the routed-experts table alone; 2: the same without the variant sweep; 3: one graph of the
   // tensor path at 4,096 tokens and 16 experts (for a profiler); 4: the many-rows table alone;
   // 5: decode sizes (1-8 tokens at 16 and 384 experts); 6: one graph at one token and 16
-  // experts (for a profiler)
-  int moe = 0;
+  // experts (for a profiler); 7: decode sizes, the single-group variants side by side;
+  // moe_variant: the variant of mode 6's graph (-1: the pick)
+  int moe = 0, moe_variant = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") {
@@ -307,6 +309,11 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       moe = 5;
     } else if (a == "--moe-decode-profile") {
       moe = 6;
+    } else if (a.rfind("--moe-decode-profile=", 0) == 0) {
+      moe = 6;
+      moe_variant = std::atoi(a.c_str() + std::strlen("--moe-decode-profile="));
+    } else if (a == "--moe-decode-variants") {
+      moe = 7;
     } else if (a == "--profile") {
       profile = true;
     } else if (a == "--sparse-attention") {
@@ -328,7 +335,8 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
           "--latency-once, "
           "--mix-pipe, --mix-rows, "
           "--decode, "
-          "--moe, --moe-pick, --moe-profile, --moe-large, --moe-decode, --moe-decode-profile, "
+          "--moe, --moe-pick, --moe-profile, --moe-large, --moe-decode, --moe-decode-profile[=V], "
+          "--moe-decode-variants, "
           "--profile, --sparse-attention, "
           "--sparse-attention-profile, "
           "--index-scores, --dense-tc, --sample-rows or --dense-f32)\n",
@@ -352,7 +360,7 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
   } else if (sample) {
     s = di::bench::run_sample_bench();
   } else if (moe > 0) {
-    s = di::bench::run_moe_bench(moe);
+    s = di::bench::run_moe_bench(moe, moe_variant);
   } else {
     s = decode_only || profile ? di::Status() : di::bench::run(quick, wgmma_only);
     if (s.ok() && !wgmma_only)

@@ -25,6 +25,7 @@
 #include "backend/cuda/moe_grouped.h"
 #include "backend/cuda/moe_grouped_wgmma.h"
 #include "backend/cuda/moe_plan.cuh"
+#include "backend/cuda/moe_tc_decode.cuh"
 #include "backend/cuda/moe_tc_tile.cuh"
 
 namespace di::backend::cuda {
@@ -36,6 +37,7 @@ using moe_tc::kFeat;
 using moe_tc::kThreadsFor;
 using moe_tc::Layout;
 using moe_tc::tile_product;
+using moe_tc::tile_product_decode;
 
 struct TcArgs {
   Plan p;
@@ -53,18 +55,52 @@ struct TcArgs {
 using moe::Unit;
 using moe::unit_of;
 
+// The tile product of one item: the tile kernel's (kDecode 0), or (NT = kMi = 1) the decode one
+// with kDecode warp groups, whose one-row case is taken per item (the same bits either way).
+template <int kDecode, int kMats, int NT, int kMi, int ST>
+__device__ __forceinline__ void item_product(const TcArgs& a,
+                                             unsigned char* smem,
+                                             const uint8_t* const (&w)[kMats],
+                                             const uint8_t* const (&ws)[kMats],
+                                             int64_t f0,
+                                             const int* rows,
+                                             int unit_rows,
+                                             float (&acc)[kMats][kMi][NT][4]) {
+  if constexpr (kDecode > 0) {
+    static_assert(NT == 1 && kMi == 1, "the decode product is the single-group 16-feature tile");
+    if (unit_rows == 1) {
+      tile_product_decode<kMats, ST, true, kDecode>(a.q, a.q_scale, a.K, smem, w, ws, f0, rows,
+                                                    acc);
+    } else {
+      tile_product_decode<kMats, ST, false, kDecode>(a.q, a.q_scale, a.K, smem, w, ws, f0, rows,
+                                                     acc);
+    }
+  } else {
+    tile_product<kMats, NT, kMi, ST>(a.q, a.q_scale, a.K, smem, w, ws, f0, rows, acc);
+  }
+}
+
+// Threads of a GEMM kernel: kMi's warps, times the decode product's warp groups.
+template <int kMi, int kDecode>
+inline constexpr int kKernelThreads = kThreadsFor<kMi>*(kDecode > 1 ? kDecode : 1);
+
 // h[slot] = swiglu(bf16(x w1^T), bf16(x w3^T), weight) and act_quant(h) per 32-feature block:
 // a token's 32 values sit in the 8 lanes of one tig of one warp (kMi = 2) or of two warps (kMi =
 // 1: the halves' maxima meet in shared memory; max is order-free, so both give the same scale).
-template <int NT, int kMi, int ST>
-__global__ void __launch_bounds__(kThreadsFor<kMi>, 2) moe_tc_up_kernel(TcArgs a) {
-  constexpr int kPerBlock = 2 / kMi;  // warps per act_quant block
+// With decode warp groups (kDecode 2) the first group's warps hold the products and store.
+template <int NT, int kMi, int ST, int kDecode = 0>
+__global__ void __launch_bounds__(kKernelThreads<kMi, kDecode>, 2 / (kDecode > 1 ? kDecode : 1))
+    moe_tc_up_kernel(TcArgs a) {
+  constexpr int kPerBlock = 2 / kMi;             // warps per act_quant block
+  constexpr int kWarps = kThreadsFor<kMi> / 32;  // warps holding products
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int rows[8 * NT];
-  __shared__ float half_amax[kThreadsFor<kMi> / 32][8 * NT];
+  __shared__ float half_amax[kWarps][8 * NT];
   pdl::wait_for_previous_grid();  // the plan and act_quant(x) are the previous launch's
   pdl::release_next_grid();
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, tig = lane % 4;
+  const int lane = threadIdx.x % 32, g = lane / 4, tig = lane % 4;
+  const int warp = (threadIdx.x / 32) % kWarps;
+  const bool holder = static_cast<int>(threadIdx.x) < kThreadsFor<kMi>;
   const int64_t items = int64_t{__ldcg(a.p.num_units)} * a.tiles;
   for (int64_t it = blockIdx.x; it < items; it += gridDim.x) {
     const int tile = static_cast<int>(it % a.tiles);
@@ -78,7 +114,8 @@ __global__ void __launch_bounds__(kThreadsFor<kMi>, 2) moe_tc_up_kernel(TcArgs a
     const uint8_t* const ws[2] = {a.m[0].scale[un.expert], a.m[1].scale[un.expert]};
     float acc[2][kMi][NT][4];
     const int64_t f0 = int64_t{tile} * kFeat;
-    tile_product<2, NT, kMi, ST>(a.q, a.q_scale, a.K, smem, w, ws, f0, rows, acc);
+    item_product<kDecode, 2, NT, kMi, ST>(a, smem, w, ws, f0, rows, un.rows, acc);
+    // (every thread runs on to the barrier below; only holders write)
     const int64_t fb = f0 + (warp / kPerBlock) * 32;  // the act_quant block
     const int j0 = (warp % kPerBlock) * 16 * kMi;     // this warp's first feature in it
     float h[NT][2][2 * kMi], amax[NT][2];
@@ -98,7 +135,7 @@ __global__ void __launch_bounds__(kThreadsFor<kMi>, 2) moe_tc_up_kernel(TcArgs a
         }
         for (int o = 4; o < 32; o *= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
         amax[nt][p] = m;
-        if (kPerBlock > 1 && g == 0) half_amax[warp][t] = m;
+        if (kPerBlock > 1 && g == 0 && holder) half_amax[warp][t] = m;
       }
     }
     if constexpr (kPerBlock > 1) {
@@ -116,7 +153,7 @@ __global__ void __launch_bounds__(kThreadsFor<kMi>, 2) moe_tc_up_kernel(TcArgs a
 #pragma unroll
       for (int p = 0; p < 2; ++p) {
         const int t = nt * 8 + 2 * tig + p;
-        if (t >= un.rows) continue;
+        if (t >= un.rows || !holder) continue;
         const int64_t slot = un.slot0 + t;
         const float s = moe::act_scale(amax[nt][p]);
 #pragma unroll
@@ -131,8 +168,9 @@ __global__ void __launch_bounds__(kThreadsFor<kMi>, 2) moe_tc_up_kernel(TcArgs a
 }
 
 // y[slot] = bf16(h[slot] w2^T) for the rows of each item.
-template <int NT, int kMi, int ST>
+template <int NT, int kMi, int ST, int kDecode = 0>
 __global__ void __launch_bounds__(kThreadsFor<kMi>, 2) moe_tc_down_kernel(TcArgs a) {
+  static_assert(kDecode <= 1, "the down kernel's products are in every warp");
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ int rows[8 * NT];
   pdl::wait_for_previous_grid();  // act_quant(h) is the previous launch's (the plan, transitively)
@@ -149,7 +187,7 @@ __global__ void __launch_bounds__(kThreadsFor<kMi>, 2) moe_tc_down_kernel(TcArgs
     const uint8_t* const ws[1] = {a.m[0].scale[un.expert]};
     float acc[1][kMi][NT][4];
     const int64_t f0 = int64_t{tile} * kFeat;
-    tile_product<1, NT, kMi, ST>(a.q, a.q_scale, a.K, smem, w, ws, f0, rows, acc);
+    item_product<kDecode, 1, NT, kMi, ST>(a, smem, w, ws, f0, rows, un.rows, acc);
 #pragma unroll
     for (int mi = 0; mi < kMi; ++mi) {
 #pragma unroll
@@ -272,8 +310,9 @@ bool one_wave(Kernel kernel, int threads, int smem, int64_t items) {
 
 // The up and down GEMMs of one variant. Single-row-group units (NT = 1, decode sizes) take the
 // deeper ring when their whole grid fits in one wave with it (`deep`: -1 by that rule, 1 always):
-// the same operations in the same order, only more weight bytes in flight per CTA.
-template <int NT, int kMi>
+// the same operations in the same order, only more weight bytes in flight per CTA. kUpDec /
+// kDownDec: the decode product's warp groups (0: the tile product).
+template <int NT, int kMi, int kUpDec = 0, int kDownDec = 0>
 cudaError_t launch_tc(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st, int deep = -1) {
   const int64_t pairs = a.tokens * a.topk, rpp = 8 * NT;
   const int64_t units =
@@ -302,21 +341,22 @@ cudaError_t launch_tc(const MoeRoutedArgs& a, const Scratch& s, cudaStream_t st,
   down.N = a.dim;
   down.tiles = static_cast<int>(a.dim / kFeat);
   down.out = s.y;
-  constexpr int kThreads = kThreadsFor<kMi>;
-  constexpr int kUp = Layout<2, NT>::kBytes, kDown = Layout<1, NT>::kBytes;
+  constexpr int kUpThreads = kKernelThreads<kMi, kUpDec>, kThreads = kThreadsFor<kMi>;
+  constexpr int kSplit = moe_tc::kSplitBytes<2, (kUpDec > 1 ? kUpDec : 1)>;
+  constexpr int kUp = Layout<2, NT>::kBytes + kSplit, kDown = Layout<1, NT>::kBytes;
   if constexpr (NT == 1) {
-    constexpr int kUpDeep = Layout<2, NT, moe_tc::kStagesDeep>::kBytes,
+    constexpr int kUpDeep = Layout<2, NT, moe_tc::kStagesDeep>::kBytes + kSplit,
                   kDownDeep = Layout<1, NT, moe_tc::kStagesDeep>::kBytes;
-    auto* up_deep = moe_tc_up_kernel<NT, kMi, moe_tc::kStagesDeep>;
-    auto* down_deep = moe_tc_down_kernel<NT, kMi, moe_tc::kStagesDeep>;
-    e = deep > 0 || (deep < 0 && one_wave(up_deep, kThreads, kUpDeep, units * up.tiles))
-            ? launch_gemm(up_deep, kThreads, kUpDeep, units * up.tiles, up, st)
-            : launch_gemm(moe_tc_up_kernel<NT, kMi, moe_tc::kStages>, kThreads, kUp,
+    auto* up_deep = moe_tc_up_kernel<NT, kMi, moe_tc::kStagesDeep, kUpDec>;
+    auto* down_deep = moe_tc_down_kernel<NT, kMi, moe_tc::kStagesDeep, kDownDec>;
+    e = deep > 0 || (deep < 0 && one_wave(up_deep, kUpThreads, kUpDeep, units * up.tiles))
+            ? launch_gemm(up_deep, kUpThreads, kUpDeep, units * up.tiles, up, st)
+            : launch_gemm(moe_tc_up_kernel<NT, kMi, moe_tc::kStages, kUpDec>, kUpThreads, kUp,
                           units * up.tiles, up, st);
     if (e != cudaSuccess) return e;
     e = deep > 0 || (deep < 0 && one_wave(down_deep, kThreads, kDownDeep, units * down.tiles))
             ? launch_gemm(down_deep, kThreads, kDownDeep, units * down.tiles, down, st)
-            : launch_gemm(moe_tc_down_kernel<NT, kMi, moe_tc::kStages>, kThreads, kDown,
+            : launch_gemm(moe_tc_down_kernel<NT, kMi, moe_tc::kStages, kDownDec>, kThreads, kDown,
                           units * down.tiles, down, st);
   } else {
     e = launch_gemm(moe_tc_up_kernel<NT, kMi, moe_tc::kStages>, kThreads, kUp, units * up.tiles, up,
@@ -350,10 +390,12 @@ cudaError_t launch_wg(const MoeRoutedArgs& a, const Scratch& s, int mode, cudaSt
 
 int moe_routed_tc_pick(int64_t tokens, int topk, int num_experts) {
   // Rows per unit from the expected rows per expert (host-known): all variants give the same
-  // bits, so this only trades weight re-reads against idle MMA columns.
+  // bits, so this only trades weight re-reads against idle MMA columns. Single-group units take
+  // the decode product (10: faster than the tile product 3 at 1-8 tokens and than its K-split
+  // form 11 everywhere; docs/benchmarks.md, moe14).
   const int64_t per = (tokens * topk + num_experts - 1) / num_experts;
   if (per >= kMoeWgmmaMinRows && moe_wgmma_available()) return 6;
-  return per <= 8 ? 3 : per <= 16 ? 4 : 2;
+  return per <= 8 ? 10 : per <= 16 ? 4 : 2;
 }
 
 size_t moe_routed_tc_scratch_bytes(
@@ -387,6 +429,10 @@ cudaError_t moe_routed_tc(const MoeRoutedArgs& a, void* scratch, cudaStream_t st
       return launch_wg(a, s, v - 6, st);
     case 9:  // 3 with the deep ring whatever the grid (tests compare it bitwise)
       return launch_tc<1, 1>(a, s, st, /*deep=*/1);
+    case 10:  // 3 with the decode product (moe_tc_decode.cuh)
+      return launch_tc<1, 1, 1, 1>(a, s, st);
+    case 11:  // 10 with the up product's K split over two warp groups
+      return launch_tc<1, 1, 2, 1>(a, s, st);
     default:
       return cudaErrorInvalidValue;
   }

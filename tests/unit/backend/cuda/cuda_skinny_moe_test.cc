@@ -265,7 +265,8 @@ std::string moe_case_name(const ::testing::TestParamInfo<MoeCase>& info) {
 // One token; heavy collisions (several units per expert); 384 experts (the plan's scan across
 // warps); three experts for 33 tokens (five units each); 1,024 experts with 300 tokens (more
 // items than one CTA's table holds at 8 columns: the grouped GEMMs launch more CTAs than fit);
-// 375 rows per expert. Every case runs every tensor variant, the wgmma ones (6, 7) included:
+// 375 rows per expert; decode sizes over K of several ring turns. Every case runs every tensor
+// variant, the wgmma ones (6, 7) and the decode products (10, 11) included:
 // experts without rows, partial 128-row units, K of one stage (dim 128).
 INSTANTIATE_TEST_SUITE_P(Shapes,
                          CudaMoe,
@@ -274,6 +275,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes,
                                            MoeCase{40, 384, 6, 256, 256, 10.0f},
                                            MoeCase{33, 3, 2, 128, 384, 10.0f},
                                            MoeCase{300, 1024, 4, 256, 128, 10.0f},
+                                           // decode sizes with K of 8 stages (the
+                                           // decode product's ring wraps; one- and two-row
+                                           // units)
+                                           MoeCase{1, 16, 5, 1024, 384, 10.0f},
+                                           MoeCase{3, 4, 2, 1024, 384, 10.0f},
                                            // many rows per expert (the tensor path's pick is
                                            // the wgmma kernel): 2-3 units of 128 rows each,
                                            // the last ones partial
