@@ -2,7 +2,8 @@
 // four launches as the CUDA-core path (plan + act_quant of x, grouped w1/w3 + SwiGLU + act_quant
 // of h, grouped w2, combine) and the same device-side plan, but the grouped GEMMs are f16
 // mma.sync products over cp.async-staged tiles of 128 output features x 8-32 rows of one expert
-// (4 warps of 32 features or 8 warps of 16: the variants differ in warps per SM only).
+// (4 warps of 32 features or 8 warps of 16: the variants differ in warps per SM only; at 1-8
+// rows per expert the same tile through moe_tc_decode.cuh's leaner per-stage code).
 //
 // Numerics (docs/notes/cuda-kernels.md, "Session 7: the routed experts on tensor cores"): e2m1
 // weights and e4m3 activations are both exact in f16, so per 32-block the two m16n8k16 f16 MMAs
@@ -33,11 +34,10 @@ namespace di::backend::cuda {
 namespace {
 
 using moe::Plan;
+using moe_tc::item_product;
 using moe_tc::kFeat;
 using moe_tc::kThreadsFor;
 using moe_tc::Layout;
-using moe_tc::tile_product;
-using moe_tc::tile_product_decode;
 
 struct TcArgs {
   Plan p;
@@ -54,31 +54,6 @@ struct TcArgs {
 
 using moe::Unit;
 using moe::unit_of;
-
-// The tile product of one item: the tile kernel's (kDecode 0), or (NT = kMi = 1) the decode one
-// with kDecode warp groups, whose one-row case is taken per item (the same bits either way).
-template <int kDecode, int kMats, int NT, int kMi, int ST>
-__device__ __forceinline__ void item_product(const TcArgs& a,
-                                             unsigned char* smem,
-                                             const uint8_t* const (&w)[kMats],
-                                             const uint8_t* const (&ws)[kMats],
-                                             int64_t f0,
-                                             const int* rows,
-                                             int unit_rows,
-                                             float (&acc)[kMats][kMi][NT][4]) {
-  if constexpr (kDecode > 0) {
-    static_assert(NT == 1 && kMi == 1, "the decode product is the single-group 16-feature tile");
-    if (unit_rows == 1) {
-      tile_product_decode<kMats, ST, true, kDecode>(a.q, a.q_scale, a.K, smem, w, ws, f0, rows,
-                                                    acc);
-    } else {
-      tile_product_decode<kMats, ST, false, kDecode>(a.q, a.q_scale, a.K, smem, w, ws, f0, rows,
-                                                     acc);
-    }
-  } else {
-    tile_product<kMats, NT, kMi, ST>(a.q, a.q_scale, a.K, smem, w, ws, f0, rows, acc);
-  }
-}
 
 // Threads of a GEMM kernel: kMi's warps, times the decode product's warp groups.
 template <int kMi, int kDecode>
@@ -114,7 +89,7 @@ __global__ void __launch_bounds__(kKernelThreads<kMi, kDecode>, 2 / (kDecode > 1
     const uint8_t* const ws[2] = {a.m[0].scale[un.expert], a.m[1].scale[un.expert]};
     float acc[2][kMi][NT][4];
     const int64_t f0 = int64_t{tile} * kFeat;
-    item_product<kDecode, 2, NT, kMi, ST>(a, smem, w, ws, f0, rows, un.rows, acc);
+    item_product<kDecode, 2, NT, kMi, ST>(a.q, a.q_scale, a.K, smem, w, ws, f0, rows, un.rows, acc);
     // (every thread runs on to the barrier below; only holders write)
     const int64_t fb = f0 + (warp / kPerBlock) * 32;  // the act_quant block
     const int j0 = (warp % kPerBlock) * 16 * kMi;     // this warp's first feature in it
@@ -187,7 +162,7 @@ __global__ void __launch_bounds__(kThreadsFor<kMi>, 2) moe_tc_down_kernel(TcArgs
     const uint8_t* const ws[1] = {a.m[0].scale[un.expert]};
     float acc[1][kMi][NT][4];
     const int64_t f0 = int64_t{tile} * kFeat;
-    item_product<kDecode, 1, NT, kMi, ST>(a, smem, w, ws, f0, rows, un.rows, acc);
+    item_product<kDecode, 1, NT, kMi, ST>(a.q, a.q_scale, a.K, smem, w, ws, f0, rows, un.rows, acc);
 #pragma unroll
     for (int mi = 0; mi < kMi; ++mi) {
 #pragma unroll

@@ -209,4 +209,29 @@ __device__ __forceinline__ void tile_product_decode(const uint16_t* q,
   __syncthreads();  // the next item reuses the ring and the row table
 }
 
+// The tile product of one item: tile_product (kDecode 0), or (NT = kMi = 1) the decode one with
+// kDecode warp groups, whose one-row case is taken per item (the same bits either way).
+template <int kDecode, int kMats, int NT, int kMi, int ST>
+__device__ __forceinline__ void item_product(const uint16_t* q,
+                                             const float* q_scale,
+                                             int64_t K,
+                                             unsigned char* smem,
+                                             const uint8_t* const (&w)[kMats],
+                                             const uint8_t* const (&ws)[kMats],
+                                             int64_t f0,
+                                             const int* rows,
+                                             int unit_rows,
+                                             float (&acc)[kMats][kMi][NT][4]) {
+  if constexpr (kDecode > 0) {
+    static_assert(NT == 1 && kMi == 1, "the decode product is the single-group 16-feature tile");
+    if (unit_rows == 1) {
+      tile_product_decode<kMats, ST, true, kDecode>(q, q_scale, K, smem, w, ws, f0, rows, acc);
+    } else {
+      tile_product_decode<kMats, ST, false, kDecode>(q, q_scale, K, smem, w, ws, f0, rows, acc);
+    }
+  } else {
+    tile_product<kMats, NT, kMi, ST>(q, q_scale, K, smem, w, ws, f0, rows, acc);
+  }
+}
+
 }  // namespace di::backend::cuda::moe_tc
