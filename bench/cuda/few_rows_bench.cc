@@ -1,6 +1,6 @@
 // The batch-1 step's FP8 products at 1 and 8 rows on every few-row variant (issue #6, row14):
-// the bf16 wgmma kernel's decode tiles (block_scaled_gemm_wgmma_bf16 variants 3 and 5-14: ring
-// depth, early weight loads, four blocks in flight) and the decode kernel's four spreads
+// the bf16 wgmma kernel's decode tiles (block_scaled_gemm_wgmma_bf16 variants 3 and 5-10: ring
+// depth, four blocks in flight) and the decode kernel's four spreads
 // (gemm_bf16_decode.cu), each as CudaOps::linear runs it (act_quant + product, graph replays of 20
 // launches, weights rotating through more than the L2). All variants give the same bits (their
 // tests); only time differs. Floor = (weight bytes + scale bytes) / 4.2 TB/s, the convention of the
@@ -42,9 +42,9 @@ constexpr FewRowShape kShapes[] = {{"engram wkv", 25600, 6144, 0},
                                    {"square", 5120, 5120, 0},
                                    {"shared w1+w3", 2304, 5120, 2304},
                                    {"wq_a+wkv", 1280, 5120, 512}};
-constexpr int kTileVariants[] = {3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+constexpr int kTileVariants[] = {3, 5, 6, 7, 8, 9, 10};
 // For ncu: the present picks and the candidates, on the four largest products.
-constexpr int kProfileVariants[] = {3, 5, 8, 11, 13, 103, 104};
+constexpr int kProfileVariants[] = {3, 5, 8, 9, 10, 103, 104};
 constexpr int kProfileShapes = 4;
 constexpr double kFloorBandwidth = 4.2e12;  // bytes/s
 

@@ -92,7 +92,7 @@ __device__ __forceinline__ void decode_scales(uint32_t wv, float (&ws)[4]) {
 // and conversions overlap the 64 FFMAs. Worth 6-9 % on the 128 x 128 tile with the row-major
 // layout (the small tiles keep the order they were measured with); with the lane-order one the
 // two orders measure the same (pgemm2).)
-template <int CONS, int BT, int ST, bool kAhead, bool kPerm, bool kEarly, int kBatch>
+template <int CONS, int BT, int ST, bool kAhead, bool kPerm, bool kBatch>
 __global__ void __launch_bounds__(128 * (CONS + 1), 1)
     wgmma_bf16_block_scaled(const __grid_constant__ CUtensorMap tw,
                             const __grid_constant__ CUtensorMap tx,
@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
                             int N,
                             int nblk,
                             float* y) {
-  if constexpr (!kEarly) pdl::enter_dependent_grid();
+  pdl::enter_dependent_grid();
 #if DI_WGMMA_ENABLED
   using C = Bf16Config<CONS, BT, ST>;
   constexpr int R = BT / 2;  // accumulator floats per thread
@@ -129,32 +129,17 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
   if (wgi == 0) {  // producer
     if constexpr (CONS == 2) wg::setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
-      // kEarly: the first ring's weight stages go out before the wait for the previous grid
-      // (weights are never written during a forward: grid_dependency.cuh), so their DRAM latency
-      // overlaps the act_quant launch before this one; a stage's barrier completes once its x has
-      // come too.
-      const int early = kEarly ? min(ST, num_stages) : 0;
-      for (int st = 0; st < early; ++st) {
-        mbar::arrive_expect_tx(full(st), C::kTx);
-        wg::tma_load_2d(w_at(st), &tw, st * kStageK, n0, full(st));
-      }
-      if constexpr (kEarly) pdl::enter_dependent_grid();
       for (int st = 0; st < num_stages; ++st) {
         const int slot = st % ST;
-        if (st >= early) {
-          mbar::wait(empty(slot), ((st / ST) - 1) & 1);
-          mbar::arrive_expect_tx(full(slot), C::kTx);
-          wg::tma_load_2d(w_at(slot), &tw, st * kStageK, n0, full(slot));
-        }
+        if (st >= ST) mbar::wait(empty(slot), ((st / ST) - 1) & 1);
+        mbar::arrive_expect_tx(full(slot), C::kTx);
+        wg::tma_load_2d(w_at(slot), &tw, st * kStageK, n0, full(slot));
         wg::tma_load_2d(x_at(slot), &tx, st * kStageK, m0, full(slot));
         wg::tma_load_2d(x_at(slot) + C::kX, &tx, st * kStageK + 64, m0, full(slot));
       }
-    } else if constexpr (kEarly) {
-      pdl::enter_dependent_grid();
     }
     return;
   }
-  if constexpr (kEarly) pdl::enter_dependent_grid();
 
   if constexpr (CONS == 2) wg::setmaxnreg_inc<232>();
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32, q = lane % 4, g8 = lane / 4;
@@ -230,32 +215,25 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
   // next one's wgmma runs; the pipeline drains at stage ends: with a wgmma in flight across the
   // loop edge (or a barrier-wait loop) whose registers are read afterwards, ptxas serializes every
   // wgmma (C7514).
-  if constexpr (kBatch > 0) {
+  if constexpr (kBatch) {
     // Per stage, the A fragments of all four blocks first (independent conversions), then the
-    // four blocks' wgmmas, each into its own block-sum set and commit group, then the
-    // promotions in K order as each completes: the same block sums and the same chain. For the
-    // 8-token tile, where one consumer warp per SM sub-partition runs a dependent instruction
-    // stream, four blocks of ILP instead of two. kBatch 2 also converts the next stage's
-    // fragments while this stage's wgmmas run (its barrier is waited for before they are issued:
-    // a barrier-wait loop with wgmmas in flight would make ptxas serialize them).
+    // four blocks' wgmmas, each into its own block-sum set and commit group, then the promotions
+    // in K order as each completes: the same block sums and the same chain, four blocks in
+    // flight instead of two (2-4 % faster for the 8-token tile at 1-8 rows, row14).
     static_assert(!kAhead, "one schedule");
     float s2[R], s3[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) s2[i] = s3[i] = 0.0f;
-    uint32_t a[4][2][4], an[4][2][4];
-    auto frags = [&](int st, uint32_t(&f)[4][2][4]) {
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) frag(st % ST, kk, f[kk][0], f[kk][1]);
-    };
-    auto run_stage = [&](int st, const uint32_t(&f)[4][2][4], uint32_t(&next)[4][2][4]) {
+    for (int st = 0; st < num_stages; ++st) {
+      mbar::wait(full(st % ST), (st / ST) & 1);
       const int g = 4 * st;
-      const bool more = kBatch == 2 && st + 1 < num_stages;
-      if (more) mbar::wait(full((st + 1) % ST), ((st + 1) / ST) & 1);
-      mma(g, s0, f[0][0], f[0][1]);
-      mma(g + 1, s1, f[1][0], f[1][1]);
-      mma(g + 2, s2, f[2][0], f[2][1]);
-      mma(g + 3, s3, f[3][0], f[3][1]);
-      if (more) frags(st + 1, next);
+      uint32_t a[4][2][4];
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) frag(st % ST, kk, a[kk][0], a[kk][1]);
+      mma(g, s0, a[0][0], a[0][1]);
+      mma(g + 1, s1, a[1][0], a[1][1]);
+      mma(g + 2, s2, a[2][0], a[2][1]);
+      mma(g + 3, s3, a[3][0], a[3][1]);
       wg::wgmma_wait<3>();
       retire(g, s0);
       wg::wgmma_wait<2>();
@@ -264,21 +242,6 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
       retire(g + 2, s2);
       wg::wgmma_wait<0>();
       retire(g + 3, s3);
-    };
-    if constexpr (kBatch == 1) {
-      for (int st = 0; st < num_stages; ++st) {
-        mbar::wait(full(st % ST), (st / ST) & 1);
-        frags(st, a);
-        run_stage(st, a, an);
-      }
-    } else {
-      // Two stages per iteration so that the fragment sets alternate without copies.
-      mbar::wait(full(0), 0);
-      frags(0, a);
-      for (int st = 0; st < num_stages; st += 2) {
-        run_stage(st, a, an);
-        if (st + 1 < num_stages) run_stage(st + 1, an, a);
-      }
     }
   } else if constexpr (kAhead) {
     for (int st = 0; st < num_stages; ++st) {
@@ -328,18 +291,10 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
       if (o < N && m < rows) y[static_cast<int64_t>(m) * N + o] = round_bf16(acc[4 * j + e]);
     }
   }
-#else
-  if constexpr (kEarly) pdl::enter_dependent_grid();
 #endif
 }
 
-template <int CONS,
-          int BT,
-          int ST,
-          bool kAhead,
-          bool kPerm = true,
-          bool kEarly = false,
-          int kBatch = 0>
+template <int CONS, int BT, int ST, bool kAhead, bool kPerm = true, bool kBatch = false>
 cudaError_t launch(
     const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
   using C = Bf16Config<CONS, BT, ST>;
@@ -356,7 +311,7 @@ cudaError_t launch(
                            CU_TENSOR_MAP_SWIZZLE_128B);
   }
   if (e != cudaSuccess) return e;
-  auto* k = wgmma_bf16_block_scaled<CONS, BT, ST, kAhead, kPerm, kEarly, kBatch>;
+  auto* k = wgmma_bf16_block_scaled<CONS, BT, ST, kAhead, kPerm, kBatch>;
   e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (e != cudaSuccess) return e;
   const uint64_t token_tiles = (M + BT - 1) / BT;
@@ -434,20 +389,12 @@ cudaError_t block_scaled_gemm_wgmma_bf16(int variant,
       return launch<1, 8, 12, false>(xb, rows, w, y, s);
     case 7:  // 3 with 6 stages (3 CTAs per SM)
       return launch<1, 8, 6, false>(xb, rows, w, y, s);
-    case 8:  // 3 with 5 stages (4 CTAs per SM)
+    case 8:  // 3 with 5 stages (4 CTAs per SM: the 54 registers allow no more)
       return launch<1, 8, 5, false>(xb, rows, w, y, s);
-    case 9:  // 8 with the first stages' weights loaded before the grid-dependency wait
-      return launch<1, 8, 5, false, true, true>(xb, rows, w, y, s);
-    case 10:  // 3 with four blocks per stage in flight (kBatch)
-      return launch<1, 8, 8, false, true, false, 1>(xb, rows, w, y, s);
-    case 11:  // 5 with kBatch
-      return launch<1, 8, 16, false, true, false, 1>(xb, rows, w, y, s);
-    case 12:  // 8 with kBatch
-      return launch<1, 8, 5, false, true, false, 1>(xb, rows, w, y, s);
-    case 13:  // 5 with kBatch 2 (the next stage's fragments during this stage's wgmmas)
-      return launch<1, 8, 16, false, true, false, 2>(xb, rows, w, y, s);
-    case 14:  // 3 with kBatch 2
-      return launch<1, 8, 8, false, true, false, 2>(xb, rows, w, y, s);
+    case 9:  // 3 with four blocks in flight per stage (kBatch; 89 registers, 2 CTAs per SM)
+      return launch<1, 8, 8, false, true, true>(xb, rows, w, y, s);
+    case 10:  // 5 with kBatch
+      return launch<1, 8, 16, false, true, true>(xb, rows, w, y, s);
     default:
       return cudaErrorInvalidValue;
   }
@@ -467,19 +414,20 @@ cudaError_t block_scaled_gemm_wgmma_bf16(
     const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
   // The fastest variant per M at N = K = 5120 on the H200 (docs/benchmarks.md). At 2-8 rows the
   // 16-stage decode tile (one CTA per SM) beats the 8-stage one by up to a third while its CTAs
-  // fit in one wave (wo_b 33.8 -> 25.5 us at 8 rows); at one row the two are within 2 %, and
-  // past one wave (the Engram product's 400 CTAs) two 8-stage CTAs per SM win.
-  // Past two 8-stage CTAs per SM, shallower rings keep the grid in one wave (3 CTAs per SM at 6
-  // stages, 4 at 5; the 54 registers of the 8-token tile allow no more): wq_b's 512 CTAs and
-  // the Engram product's 400 otherwise run a second, partial wave.
+  // fit in one wave (wo_b 33.8 -> 25.5 us at 8 rows); at one row the two are within 2 %. Past
+  // two 8-stage CTAs per SM, shallower rings keep the grid in one wave (3 CTAs per SM at 6
+  // stages, 4 at 5): wq_b's 512 CTAs 18.0 -> 16.2 us and the Engram product's 400 52.2 -> 48.2
+  // at one row (docs/benchmarks.md, "FP8 products at one row toward the byte floor"). Where one
+  // or two CTAs per SM fit the grid, the tile with four blocks in flight (kBatch) is 2-4 %
+  // faster.
   const int64_t ctas = (w.out_features + 63) / 64;
-  int sms = 132, device = 0;
+  int sms = 0, device = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
     return cudaErrorUnknown;
   }
-  const int few = rows >= 2 && ctas <= sms ? 5
-                  : ctas <= 2 * sms        ? 3
+  const int few = rows >= 2 && ctas <= sms ? 10
+                  : ctas <= 2 * sms        ? 9
                   : ctas <= 3 * sms        ? 7
                   : ctas <= 4 * sms        ? 8
                                            : 3;

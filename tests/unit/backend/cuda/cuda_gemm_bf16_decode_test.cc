@@ -69,9 +69,9 @@ TEST_F(CudaBf16DecodeTest, SameBitsAsTheWgmmaKernel) {
       const std::string what =
           std::to_string(rows) + "x" + std::to_string(s.out) + "x" + std::to_string(s.in);
       // The wgmma kernel's decode tile against its largest one and the other few-row tiles
-      // (ring depths, early weight loads, four blocks in flight; K = 128 and 640 give one and
-      // five stages, fewer than a ring and odd for the two-stage loop): the same bits.
-      for (int v : {3, 0, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}) {
+      // (ring depths, four blocks in flight; K = 128 and 640 give one and five stages, fewer
+      // than a ring): the same bits.
+      for (int v : {3, 0, 5, 6, 7, 8, 9, 10}) {
         (void)cudaMemset(y, 0xff, ny * 4);
         ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16(v, xb, rows, dwp, y, nullptr), cudaSuccess);
         ASSERT_EQ(cudaMemcpy(v == 3 ? ref.data() : got.data(), y, n * 4, cudaMemcpyDeviceToHost),
