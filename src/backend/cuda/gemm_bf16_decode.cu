@@ -423,8 +423,11 @@ bool bf16_decode_preferred(int64_t rows, const DeviceWeight& w) {
   // the wgmma tile is as fast or faster (5120 x 5120: 16.0 vs 16.9 us).
   // The caller has the weight from the wgmma path (wgmma_bf16_applies held): only the shape is
   // checked here, not the device again.
+  // Of the outputs past that, the K split keeps the long products (wo_b, DSpark: K >= 8192); a
+  // 5120 x 5120 product at one row is faster on the tile (16.0 vs 16.9 us, row14).
   const int v = decode_variant(rows, tiles_of(w), w.in_features);
-  return decode_shape_fits(rows, w.in_features) && (w.out_features < 66 * 64 || v >= 3);
+  return decode_shape_fits(rows, w.in_features) &&
+         (w.out_features < 66 * 64 || v == 3 || (v == 4 && w.in_features >= 8192));
 }
 
 }  // namespace di::backend::cuda
