@@ -299,7 +299,7 @@ cudaError_t launch_split(const uint16_t* xb,
 // indexer's 4096 x 1280: 7.0 -> 5.0).
 // At one row and 128-320 tiles the split held to 4 CTAs per SM (variant 4) wins (row14,
 // docs/benchmarks.md "FP8 products at one row toward the byte floor": wo_b 23.4 -> 22.5, DSpark
-// 28.7 -> 26.9, shared w1 2304 x 5120 11.4 -> 8.9).
+// 28.9 -> 27.1, the shared w1 + w3 pair 17.0 -> 15.1 from 8 warps).
 int decode_variant(int64_t rows, int64_t tiles, int64_t K) {
   const int64_t nblk = K / 32;
   if (rows == 1 && tiles >= 128 && tiles <= 320 && nblk >= 160) return 4;
