@@ -30,17 +30,9 @@
 #include "cuda/cublaslt_gemm.h"
 
 namespace di::bench {
-namespace {
 
-using backend::cuda::DeviceWeight;
-using di::WeightFormat;
-
-constexpr size_t kRotateBytes = size_t{256} << 20;
-constexpr int kLaunches = 20;
-
-// Microseconds per launch: a graph of kLaunches calls fn(i), replayed after one warm-up replay;
-// the best of `reps` replays.
 Expected<double> graph_us(int reps, const std::function<cudaError_t(int, cudaStream_t)>& fn) {
+  constexpr int kLaunches = kGraphLaunches;
   cudaStream_t s = nullptr;
   DI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaGraph_t g = nullptr;
@@ -75,6 +67,13 @@ Expected<double> graph_us(int reps, const std::function<cudaError_t(int, cudaStr
   DI_CUDA_RETURN_IF_ERROR(e);
   return best;
 }
+
+namespace {
+
+using backend::cuda::DeviceWeight;
+using di::WeightFormat;
+
+constexpr size_t kRotateBytes = size_t{256} << 20;
 
 Expected<double> copy_bandwidth() {
   DeviceBuffers buf;

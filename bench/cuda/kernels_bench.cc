@@ -279,6 +279,8 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
   // experts (for a profiler); 7: decode sizes, the single-group variants side by side;
   // moe_variant: the variant of mode 6's graph (-1: the pick)
   int moe = 0, moe_variant = -1;
+  // 1: the batch-1 step's FP8 products on every few-row variant; 2: one launch each, for ncu
+  int few_rows = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") {
@@ -297,6 +299,10 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       mix_rows = true;
     } else if (a == "--decode") {
       decode_only = true;
+    } else if (a == "--few-rows") {
+      few_rows = 1;
+    } else if (a == "--few-rows-profile") {
+      few_rows = 2;
     } else if (a == "--moe") {
       moe = 1;
     } else if (a == "--moe-pick") {
@@ -334,7 +340,7 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
           "%s: unknown flag '%s' (expected --quick, --wgmma, --small-ops, --latency-ops, "
           "--latency-once, "
           "--mix-pipe, --mix-rows, "
-          "--decode, "
+          "--decode, --few-rows, --few-rows-profile, "
           "--moe, --moe-pick, --moe-profile, --moe-large, --moe-decode, --moe-decode-profile[=V], "
           "--moe-decode-variants, "
           "--profile, --sparse-attention, "
@@ -349,7 +355,9 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
   if (dense_tc) return di::bench::dense_tc_bench();
   if (dense_f32) return di::bench::dense_f32_bench();
   di::Status s;
-  if (small_ops) {
+  if (few_rows > 0) {
+    s = di::bench::run_few_rows_bench(few_rows == 2);
+  } else if (small_ops) {
     s = di::bench::run_small_ops_bench();
   } else if (latency_ops || latency_once) {
     s = di::bench::run_latency_ops_bench(latency_once);

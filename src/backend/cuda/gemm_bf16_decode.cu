@@ -200,8 +200,8 @@ __global__ void __launch_bounds__(512)
 // (distributed shared memory); after a cluster barrier the leader runs the chain over all of K
 // from its own shared memory and the others are done. Same block sums, same chain: the bits of
 // bf16_decode_kernel.
-template <int QP>
-__global__ void __launch_bounds__(256, 3) bf16_decode_split_kernel(
+template <int QP, int kMinBlocks>
+__global__ void __launch_bounds__(256, kMinBlocks) bf16_decode_split_kernel(
     DecodeOperands o, const uint16_t* __restrict__ xb, int rows, int K, int bps) {
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
@@ -264,8 +264,9 @@ cudaError_t launch(const uint16_t* xb,
 }
 
 // The split kernel: clusters of S <= 8 CTAs per tile, S such that a CTA's slice is at most 64
-// blocks (8 warps of one chunk each), slices whole chunks.
-template <int QP>
+// blocks (8 warps of one chunk each), slices whole chunks. kMinBlocks: CTAs per SM the registers
+// must allow (3: 80 registers; 4: 64, with a few bytes spilled).
+template <int QP, int kMinBlocks>
 cudaError_t launch_split(const uint16_t* xb,
                          int64_t rows,
                          int64_t K,
@@ -280,7 +281,7 @@ cudaError_t launch_split(const uint16_t* xb,
   // At least QP warps: the leader's chain takes a thread per (feature, token pair) output.
   const int warps = std::max(QP, std::min(8, (bps + kChunk - 1) / kChunk));
   const size_t smem = static_cast<size_t>(nblk) * (8 * QP * sizeof(float4) + sizeof(float));
-  auto* k = bf16_decode_split_kernel<QP>;
+  auto* k = bf16_decode_split_kernel<QP, kMinBlocks>;
   cudaError_t e =
       cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
@@ -296,8 +297,12 @@ cudaError_t launch_split(const uint16_t* xb,
 // 7.5 -> 7.0 up to 4 rows, wo_b 5120 x 8192 at 1-2 rows: 24.5 (wgmma tile) -> 23.0); otherwise
 // 16 warps below 128 tiles and 8 from there (shared w1/w3 2304 x 5120: 13.3 -> 10.0, the
 // indexer's 4096 x 1280: 7.0 -> 5.0).
+// At one row and 128-320 tiles the split held to 4 CTAs per SM (variant 4) wins (row14,
+// docs/benchmarks.md "FP8 products at one row toward the byte floor": wo_b 23.4 -> 22.5, DSpark
+// 28.9 -> 27.1, the shared w1 + w3 pair 17.0 -> 15.1 from 8 warps).
 int decode_variant(int64_t rows, int64_t tiles, int64_t K) {
   const int64_t nblk = K / 32;
+  if (rows == 1 && tiles >= 128 && tiles <= 320 && nblk >= 160) return 4;
   const bool split = nblk >= 160 && (tiles <= 32 || (tiles <= 80 && rows <= 4) ||
                                      (tiles >= 264 && tiles <= 320 && nblk >= 256 && rows <= 2));
   if (split) return 3;
@@ -318,16 +323,21 @@ cudaError_t run_decode(const uint16_t* xb,
   if (variant == 0) variant = decode_variant(rows, tiles, K);
   if (variant < 1 || variant > kBf16DecodeVariants) return cudaErrorInvalidValue;
   const int qp = static_cast<int>((rows + 1) / 2);
-  if (variant == 3) {
+  if (variant == 3 || variant == 4) {
+    const bool held = variant == 4;
     switch (qp) {
       case 1:
-        return launch_split<1>(xb, rows, K, o, tiles, s);
+        return held ? launch_split<1, 4>(xb, rows, K, o, tiles, s)
+                    : launch_split<1, 3>(xb, rows, K, o, tiles, s);
       case 2:
-        return launch_split<2>(xb, rows, K, o, tiles, s);
+        return held ? launch_split<2, 4>(xb, rows, K, o, tiles, s)
+                    : launch_split<2, 3>(xb, rows, K, o, tiles, s);
       case 3:
-        return launch_split<3>(xb, rows, K, o, tiles, s);
+        return held ? launch_split<3, 4>(xb, rows, K, o, tiles, s)
+                    : launch_split<3, 3>(xb, rows, K, o, tiles, s);
       default:
-        return launch_split<4>(xb, rows, K, o, tiles, s);
+        return held ? launch_split<4, 4>(xb, rows, K, o, tiles, s)
+                    : launch_split<4, 3>(xb, rows, K, o, tiles, s);
     }
   }
   const int warps = variant == 1 ? 8 : 16;
@@ -413,8 +423,11 @@ bool bf16_decode_preferred(int64_t rows, const DeviceWeight& w) {
   // the wgmma tile is as fast or faster (5120 x 5120: 16.0 vs 16.9 us).
   // The caller has the weight from the wgmma path (wgmma_bf16_applies held): only the shape is
   // checked here, not the device again.
+  // Of the outputs past that, the K split keeps the long products (wo_b, DSpark: K >= 8192); a
+  // 5120 x 5120 product at one row is faster on the tile (16.0 vs 16.9 us, row14).
+  const int v = decode_variant(rows, tiles_of(w), w.in_features);
   return decode_shape_fits(rows, w.in_features) &&
-         (w.out_features < 66 * 64 || decode_variant(rows, tiles_of(w), w.in_features) == 3);
+         (w.out_features < 66 * 64 || v == 3 || (v == 4 && w.in_features >= 8192));
 }
 
 }  // namespace di::backend::cuda

@@ -20,8 +20,9 @@ bool bf16_decode_applies(int64_t rows, const DeviceWeight& w);
 // y [rows, N] = the block-scaled product of quantize_fp8_bf16's xb [rows, K] and the weight in
 // wgmma_bf16_permute's layout: the same bits as block_scaled_gemm_wgmma_bf16 for every row.
 // `variant` only changes how the work is spread: 1 or 2 = 8 or 16 warps per CTA over all of K;
-// 3 = K split over a cluster of CTAs per feature tile; 0 picks.
-inline constexpr int kBf16DecodeVariants = 3;
+// 3 = K split over a cluster of CTAs per feature tile; 4 = 3 held to 64 registers (4 CTAs per
+// SM); 0 picks.
+inline constexpr int kBf16DecodeVariants = 4;
 cudaError_t block_scaled_gemm_bf16_decode(const uint16_t* xb,
                                           int64_t rows,
                                           const DeviceWeight& w,

@@ -92,7 +92,7 @@ __device__ __forceinline__ void decode_scales(uint32_t wv, float (&ws)[4]) {
 // and conversions overlap the 64 FFMAs. Worth 6-9 % on the 128 x 128 tile with the row-major
 // layout (the small tiles keep the order they were measured with); with the lane-order one the
 // two orders measure the same (pgemm2).)
-template <int CONS, int BT, int ST, bool kAhead, bool kPerm>
+template <int CONS, int BT, int ST, bool kAhead, bool kPerm, bool kBatch>
 __global__ void __launch_bounds__(128 * (CONS + 1), 1)
     wgmma_bf16_block_scaled(const __grid_constant__ CUtensorMap tw,
                             const __grid_constant__ CUtensorMap tx,
@@ -215,7 +215,35 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
   // next one's wgmma runs; the pipeline drains at stage ends: with a wgmma in flight across the
   // loop edge (or a barrier-wait loop) whose registers are read afterwards, ptxas serializes every
   // wgmma (C7514).
-  if constexpr (kAhead) {
+  if constexpr (kBatch) {
+    // Per stage, the A fragments of all four blocks first (independent conversions), then the
+    // four blocks' wgmmas, each into its own block-sum set and commit group, then the promotions
+    // in K order as each completes: the same block sums and the same chain, four blocks in
+    // flight instead of two (2-4 % faster for the 8-token tile at 1-8 rows, row14).
+    static_assert(!kAhead, "one schedule");
+    float s2[R], s3[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) s2[i] = s3[i] = 0.0f;
+    for (int st = 0; st < num_stages; ++st) {
+      mbar::wait(full(st % ST), (st / ST) & 1);
+      const int g = 4 * st;
+      uint32_t a[4][2][4];
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) frag(st % ST, kk, a[kk][0], a[kk][1]);
+      mma(g, s0, a[0][0], a[0][1]);
+      mma(g + 1, s1, a[1][0], a[1][1]);
+      mma(g + 2, s2, a[2][0], a[2][1]);
+      mma(g + 3, s3, a[3][0], a[3][1]);
+      wg::wgmma_wait<3>();
+      retire(g, s0);
+      wg::wgmma_wait<2>();
+      retire(g + 1, s1);
+      wg::wgmma_wait<1>();
+      retire(g + 2, s2);
+      wg::wgmma_wait<0>();
+      retire(g + 3, s3);
+    }
+  } else if constexpr (kAhead) {
     for (int st = 0; st < num_stages; ++st) {
       mbar::wait(full(st % ST), (st / ST) & 1);
       const int g = 4 * st;
@@ -266,7 +294,7 @@ __global__ void __launch_bounds__(128 * (CONS + 1), 1)
 #endif
 }
 
-template <int CONS, int BT, int ST, bool kAhead, bool kPerm = true>
+template <int CONS, int BT, int ST, bool kAhead, bool kPerm = true, bool kBatch = false>
 cudaError_t launch(
     const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
   using C = Bf16Config<CONS, BT, ST>;
@@ -283,7 +311,7 @@ cudaError_t launch(
                            CU_TENSOR_MAP_SWIZZLE_128B);
   }
   if (e != cudaSuccess) return e;
-  auto* k = wgmma_bf16_block_scaled<CONS, BT, ST, kAhead, kPerm>;
+  auto* k = wgmma_bf16_block_scaled<CONS, BT, ST, kAhead, kPerm, kBatch>;
   e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem);
   if (e != cudaSuccess) return e;
   const uint64_t token_tiles = (M + BT - 1) / BT;
@@ -359,6 +387,14 @@ cudaError_t block_scaled_gemm_wgmma_bf16(int variant,
       return launch<1, 8, 16, false>(xb, rows, w, y, s);
     case 6:
       return launch<1, 8, 12, false>(xb, rows, w, y, s);
+    case 7:  // 3 with 6 stages (3 CTAs per SM)
+      return launch<1, 8, 6, false>(xb, rows, w, y, s);
+    case 8:  // 3 with 5 stages (4 CTAs per SM: the 54 registers allow no more)
+      return launch<1, 8, 5, false>(xb, rows, w, y, s);
+    case 9:  // 3 with four blocks in flight per stage (kBatch; 89 registers, 2 CTAs per SM)
+      return launch<1, 8, 8, false, true, true>(xb, rows, w, y, s);
+    case 10:  // 5 with kBatch
+      return launch<1, 8, 16, false, true, true>(xb, rows, w, y, s);
     default:
       return cudaErrorInvalidValue;
   }
@@ -378,13 +414,24 @@ cudaError_t block_scaled_gemm_wgmma_bf16(
     const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s) {
   // The fastest variant per M at N = K = 5120 on the H200 (docs/benchmarks.md). At 2-8 rows the
   // 16-stage decode tile (one CTA per SM) beats the 8-stage one by up to a third while its CTAs
-  // fit in one wave (wo_b 33.8 -> 25.5 us at 8 rows); at one row the two are within 2 %, and
-  // past one wave (the Engram product's 400 CTAs) two 8-stage CTAs per SM win.
+  // fit in one wave (wo_b 33.8 -> 25.5 us at 8 rows); at one row the two are within 2 %. Past
+  // two 8-stage CTAs per SM, shallower rings keep the grid in one wave (3 CTAs per SM at 6
+  // stages, 4 at 5): wq_b's 512 CTAs 18.0 -> 16.2 us and the Engram product's 400 52.2 -> 48.2
+  // at one row (docs/benchmarks.md, "FP8 products at one row toward the byte floor"). Where one
+  // or two CTAs per SM fit the grid, the tile with four blocks in flight (kBatch) is 2-4 %
+  // faster.
   const int64_t ctas = (w.out_features + 63) / 64;
-  const int v = rows <= 8     ? (rows >= 2 && ctas <= 132 ? 5 : 3)
-                : rows <= 32  ? 2
-                : rows <= 128 ? 1
-                              : 0;
+  int sms = 0, device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    return cudaErrorUnknown;
+  }
+  const int few = rows >= 2 && ctas <= sms ? 10
+                  : ctas <= 2 * sms        ? 9
+                  : ctas <= 3 * sms        ? 7
+                  : ctas <= 4 * sms        ? 8
+                                           : 3;
+  const int v = rows <= 8 ? few : rows <= 32 ? 2 : rows <= 128 ? 1 : 0;
   return block_scaled_gemm_wgmma_bf16(v, xb, rows, w, y, s);
 }
 

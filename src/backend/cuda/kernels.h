@@ -276,7 +276,7 @@ cudaError_t wgmma_bf16_permute(
 // bits.
 cudaError_t block_scaled_gemm_wgmma_bf16(
     const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
-inline constexpr int kWgmmaBf16Variants = 7;
+inline constexpr int kWgmmaBf16Variants = 11;
 cudaError_t block_scaled_gemm_wgmma_bf16(
     int variant, const uint16_t* xb, int64_t rows, const DeviceWeight& w, float* y, cudaStream_t s);
 // The same product from the original row-major weights (the 128 x 128 tile as it was before the

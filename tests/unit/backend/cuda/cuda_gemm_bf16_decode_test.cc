@@ -32,7 +32,8 @@ struct Shape {
 
 TEST_F(CudaBf16DecodeTest, SameBitsAsTheWgmmaKernel) {
   for (const Shape s :
-       {Shape{96, 128}, Shape{200, 1280}, Shape{512, 5120}, Shape{1000, 2304}, Shape{40, 8192},
+       {Shape{96, 128}, Shape{200, 1280}, Shape{136, 640}, Shape{512, 5120}, Shape{1000, 2304},
+        Shape{40, 8192},
         // The K split's cluster sizes 2 (with a short last slice), 5 and 8, and 8 with two
         // chunks per warp (K = 20,480: only up to 2 rows fit the whole-K kernels' shared memory).
         Shape{5120, 2304}, Shape{72, 10240}, Shape{48, 16384}, Shape{48, 20480}}) {
@@ -67,16 +68,18 @@ TEST_F(CudaBf16DecodeTest, SameBitsAsTheWgmmaKernel) {
       const size_t n = static_cast<size_t>(rows * s.out);
       const std::string what =
           std::to_string(rows) + "x" + std::to_string(s.out) + "x" + std::to_string(s.in);
-      // The wgmma kernel's decode tile and its largest one: the same bits (its own test).
-      for (int v : {3, 0}) {
+      // The wgmma kernel's decode tile against its largest one and the other few-row tiles
+      // (ring depths, four blocks in flight; K = 128 and 640 give one and five stages, fewer
+      // than a ring): the same bits.
+      for (int v : {3, 0, 5, 6, 7, 8, 9, 10}) {
         (void)cudaMemset(y, 0xff, ny * 4);
         ASSERT_EQ(cuda::block_scaled_gemm_wgmma_bf16(v, xb, rows, dwp, y, nullptr), cudaSuccess);
         ASSERT_EQ(cudaMemcpy(v == 3 ? ref.data() : got.data(), y, n * 4, cudaMemcpyDeviceToHost),
                   cudaSuccess);
-        if (v == 0) {
+        if (v != 3) {
           expect_bitwise(std::vector<float>(got.begin(), got.begin() + n),
                          std::vector<float>(ref.begin(), ref.begin() + n),
-                         ("wgmma tiles " + what).c_str());
+                         ("wgmma tiles " + what + ", variant " + std::to_string(v)).c_str());
         }
       }
       size_t nan = 0;
