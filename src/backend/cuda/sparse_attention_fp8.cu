@@ -4,7 +4,8 @@
 // read and decoded once per block (MQA). Per block of 64 keys: cp.async brings the stored rows
 // (two stages ahead of use), all threads decode them to bf16 in shared memory, then 8 warps run
 // S = Q K^T (warp: 16 heads x 64/WK keys), exchange row maxima, write P = bf16(exp(S - max)) to
-// shared memory, and accumulate O += P V (warp: 16 heads x 512/WK dims) with mma.sync m16n8k16.
+// shared memory, and accumulate O += P V with mma.sync m16n8k16 (warp: all H heads x 64 dims, so
+// the value tile is read once per key block; pv_tiles = 1: the S step's 16 heads x 512/WK dims).
 // The online softmax follows kernels::sparse_attention_query block for block (same 64-key blocks,
 // same running max and rescaling, P rounded to bf16 before the value product); what differs is
 // the order of the fp32 sums inside the MMAs and the exp approximation, hence a tolerance.
