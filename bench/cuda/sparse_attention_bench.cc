@@ -129,12 +129,14 @@ Expected<double> time_case(std::vector<SparseAttentionFp8Args>& sets,
                            int iters,
                            int ablate = 0,
                            int split = 0,
-                           int wgmma = 0) {
+                           int wgmma = 0,
+                           int pv_tiles = 0) {
   for (auto& a : sets) {
     a.heads_per_block = heads;
     a.ablate = ablate;
     a.split = split;
     a.wgmma = wgmma;
+    a.pv_tiles = pv_tiles;
   }
   double warm = 0;
   for (int i = 0; i < 500 && warm < 30.0; ++i) {
@@ -239,6 +241,20 @@ Status bench_case(const Case& c,
     split += s;
     Expected<double> w = time_case(sets, 0, iters, 0, 1, 2);
     std::snprintf(s, sizeof s, " / wgmma %s", w.has_value() ? std::to_string(*w).c_str() : "-");
+    split += s;
+  }
+  if (T >= 32) {  // PV tiles: row groups (1) vs all heads (2), alternating, best of 3 each
+    const int h = T * 2 <= 132 ? 32 : 64;
+    double best[2] = {1e30, 1e30};
+    for (int rep = 0; rep < 3; ++rep) {
+      for (int v = 0; v < 2; ++v) {
+        DI_ASSIGN_OR_RETURN(double ms_v, time_case(sets, h, iters, 0, 1, 1, v + 1));
+        best[v] = std::min(best[v], ms_v);
+      }
+    }
+    char s[128];
+    std::snprintf(s, sizeof s, " / A/B %d heads: row-group PV %.4f, all-heads PV %.4f", h, best[0],
+                  best[1]);
     split += s;
   }
   std::printf("| %s T=%lld win=%d sel=%d | %.4f | %.4f | %.4f | %.4f | %.3f | %.0f | %.0f | %s |\n",

@@ -4,7 +4,8 @@
 // read and decoded once per block (MQA). Per block of 64 keys: cp.async brings the stored rows
 // (two stages ahead of use), all threads decode them to bf16 in shared memory, then 8 warps run
 // S = Q K^T (warp: 16 heads x 64/WK keys), exchange row maxima, write P = bf16(exp(S - max)) to
-// shared memory, and accumulate O += P V (warp: 16 heads x 512/WK dims) with mma.sync m16n8k16.
+// shared memory, and accumulate O += P V with mma.sync m16n8k16 (warp: all H heads x 64 dims, so
+// the value tile is read once per key block; pv_tiles = 1: the S step's 16 heads x 512/WK dims).
 // The online softmax follows kernels::sparse_attention_query block for block (same 64-key blocks,
 // same running max and rescaling, P rounded to bf16 before the value product); what differs is
 // the order of the fp32 sums inside the MMAs and the exp approximation, hence a tolerance.
@@ -35,19 +36,26 @@ struct Layout {
   static constexpr int kP = kRaw + 2 * kRawBytes;
   static constexpr int kMax = kP + H * kBlockKeys * 2;
   static constexpr int kSum = kMax + kWk * H * 4;  // [H][8]: p sums per 8-key group
-  static constexpr int kIdx = kSum + H * 8 * 4;
+  static constexpr int kResc = kSum + H * 8 * 4;   // [H]: the block's rescale per head
+  static constexpr int kInv = kResc + H * 4;       // [H]: the final denominators
+  static constexpr int kIdx = kInv + H * 4;
   static size_t bytes(int num_keys_padded) {
     return kIdx + 4 * static_cast<size_t>(num_keys_padded);
   }
 };
 
-template <int H>
+// kPvAll: the PV step's warp tile is all H heads x 512/8 dims (attn::block_pv_all_heads: the
+// value tile read once per key block) instead of the S step's 16 heads x 512/kWk dims.
+template <int H, bool kPvAll>
 __global__ void __launch_bounds__(kThreads, 1)
     sparse_attention_fp8_kernel(SparseAttentionFp8Args a) {
   pdl::enter_dependent_grid();
   using L = Layout<H>;
   using S = attn::Split<H>;
-  constexpr int kNtO = L::kDimsPerWarp / 8;  // O n-tiles per warp
+  // O tiles per warp: kRowFrags row fragments of 16 heads x kNtO n-tiles of 8 dims.
+  constexpr int kRowFrags = kPvAll ? H / 16 : 1;
+  constexpr int kPvDims = kPvAll ? kKvDim / attn::kWarps : L::kDimsPerWarp;
+  constexpr int kNtO = kPvDims / 8;
   extern __shared__ __align__(128) uint8_t smem[];
   uint8_t* qs = smem + L::kQ;
   uint8_t* ks = smem + L::kK;
@@ -55,6 +63,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint8_t* ps = smem + L::kP;
   float* red_max = reinterpret_cast<float*>(smem + L::kMax);
   float* red_sum = reinterpret_cast<float*>(smem + L::kSum);
+  float* resc_s = reinterpret_cast<float*>(smem + L::kResc);
+  float* inv_s = reinterpret_cast<float*>(smem + L::kInv);
   int32_t* idx = reinterpret_cast<int32_t*>(smem + L::kIdx);
 
   const int t = blockIdx.x, head0 = blockIdx.y * H;
@@ -84,9 +94,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int row0 = rg * 16 + g, row1 = row0 + 8;
   float m_run[2] = {-1e30f, -1e30f};  // the CPU's finite floor
   float l_run[2] = {0.0f, 0.0f};
-  float o[kNtO][4];
+  float o[kRowFrags][kNtO][4];
 #pragma unroll
-  for (int n = 0; n < kNtO; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  for (int f = 0; f < kRowFrags; ++f) {
+#pragma unroll
+    for (int n = 0; n < kNtO; ++n) o[f][n][0] = o[f][n][1] = o[f][n][2] = o[f][n][3] = 0.0f;
+  }
+  // This lane's PV rows: g and g + 8 of each row fragment (of the row group when !kPvAll).
+  const int pv_row0 = kPvAll ? g : row0;
+  const int pv_dim0 = kPvAll ? warp * kPvDims : wk * kPvDims;
   // Logits in the log2 domain: s2 = (q.k) * scale * log2(e), p = 2^(s2 - max2).
   const float scale = __fmul_rn(__fmul_rn(a.softmax_scale, kKeyUnshift), attn::kLog2e);
   const uint32_t qs_a = smem_addr(qs), ks_a = smem_addr(ks), ps_a = smem_addr(ps);
@@ -108,22 +124,42 @@ __global__ void __launch_bounds__(kThreads, 1)
     float s[S::kNtS][4];
     attn::block_scores<S::kNtS>(s, qs_a, ks_a, idx + j0, j0, num_keys, rg, key0, scale, do_mma);
     float rescale[2];
-    attn::block_softmax<H, S::kNtS>(s, m_run, l_run, rescale, red_max, red_sum, ps, rg, wk, key0);
-    attn::block_pv<kNtO, 64>(o, rescale, ps_a, ks_a, rg, wk * L::kDimsPerWarp / 8, do_mma);
+    attn::block_softmax<H, S::kNtS>(s, m_run, l_run, rescale, red_max, red_sum, ps, rg, wk, key0,
+                                    kPvAll ? resc_s : nullptr);
+    if constexpr (kPvAll) {
+      float r[kRowFrags][2];
+#pragma unroll
+      for (int f = 0; f < kRowFrags; ++f) {
+        r[f][0] = resc_s[f * 16 + g];
+        r[f][1] = resc_s[f * 16 + g + 8];
+      }
+      attn::block_pv_all_heads<kRowFrags, kNtO>(o, r, ps_a, ks_a, pv_dim0 / 8, do_mma);
+    } else {
+      attn::block_pv<kNtO, 64>(o[0], rescale, ps_a, ks_a, rg, pv_dim0 / 8, do_mma);
+    }
   }
   cp_async_wait<0>();
 
-  __syncthreads();  // every warp is done reading the key tile, reused below for the output
   float inv[2];
   attn::final_denominators(inv, l_run, m_run, a.sink, head0 + row0, head0 + row1);
+  if (kPvAll && wk == 0 && tq == 0) {  // the PV tiles' rows are other heads: publish
+    inv_s[row0] = inv[0];
+    inv_s[row1] = inv[1];
+  }
+  __syncthreads();  // every warp is done reading the key tile, reused below for the output
   // out = bf16(acc * 2^32 / l), staged through the (swizzled) key tile for 16-byte stores.
 #pragma unroll
-  for (int n = 0; n < kNtO; ++n) {
-    const int col = wk * L::kDimsPerWarp + 8 * n + 2 * tq;
-    const uint32_t c0 = swz(row0, col / 8, 64) + (col % 8) * 2;
-    const uint32_t c1 = swz(row1, col / 8, 64) + (col % 8) * 2;
-    *reinterpret_cast<uint32_t*>(ks + c0) = attn::final_pair(o[n][0], o[n][1], inv[0]);
-    *reinterpret_cast<uint32_t*>(ks + c1) = attn::final_pair(o[n][2], o[n][3], inv[1]);
+  for (int f = 0; f < kRowFrags; ++f) {
+    const int r0 = f * 16 + pv_row0, r1 = r0 + 8;
+    const float inv0 = kPvAll ? inv_s[r0] : inv[0], inv1 = kPvAll ? inv_s[r1] : inv[1];
+#pragma unroll
+    for (int n = 0; n < kNtO; ++n) {
+      const int col = pv_dim0 + 8 * n + 2 * tq;
+      const uint32_t c0 = swz(r0, col / 8, 64) + (col % 8) * 2;
+      const uint32_t c1 = swz(r1, col / 8, 64) + (col % 8) * 2;
+      *reinterpret_cast<uint32_t*>(ks + c0) = attn::final_pair(o[f][n][0], o[f][n][1], inv0);
+      *reinterpret_cast<uint32_t*>(ks + c1) = attn::final_pair(o[f][n][2], o[f][n][3], inv1);
+    }
   }
   __syncthreads();
   uint8_t* og =
@@ -134,18 +170,26 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int H>
+template <int H, bool kPvAll>
 cudaError_t launch(const SparseAttentionFp8Args& a, cudaStream_t stream) {
   const int padded = (a.num_indices + a.num_extra + kBlockKeys - 1) / kBlockKeys * kBlockKeys;
   const size_t bytes = Layout<H>::bytes(padded);
   cudaError_t e =
-      cudaFuncSetAttribute(sparse_attention_fp8_kernel<H>,
+      cudaFuncSetAttribute(sparse_attention_fp8_kernel<H, kPvAll>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>(a.num_queries), kAttnHeads / H);
-  pdl::launch_dependent(sparse_attention_fp8_kernel<H>, dim3(grid), dim3(kThreads), bytes, stream,
-                        a);
+  pdl::launch_dependent(sparse_attention_fp8_kernel<H, kPvAll>, dim3(grid), dim3(kThreads), bytes,
+                        stream, a);
   return cudaGetLastError();
+}
+
+template <int H>
+cudaError_t launch_pv(const SparseAttentionFp8Args& a, cudaStream_t stream) {
+  // PV tiles across all heads by default (docs/benchmarks.md); 1 keeps the row-group tiles.
+  if (a.pv_tiles == 1) return launch<H, false>(a, stream);
+  if (a.pv_tiles == 0 || a.pv_tiles == 2) return launch<H, true>(a, stream);
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace
@@ -185,11 +229,11 @@ cudaError_t sparse_attention_fp8(const SparseAttentionFp8Args& a, cudaStream_t s
   }
   switch (h) {
     case 16:
-      return launch<16>(a, stream);
+      return launch_pv<16>(a, stream);
     case 32:
-      return launch<32>(a, stream);
+      return launch_pv<32>(a, stream);
     case 64:
-      return launch<64>(a, stream);
+      return launch_pv<64>(a, stream);
     default:
       return cudaErrorInvalidValue;
   }

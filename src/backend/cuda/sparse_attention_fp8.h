@@ -48,6 +48,10 @@ struct SparseAttentionFp8Args {
   // of blocks, then the most heads). Any choice gives the same bits: each head's arithmetic,
   // denominators included, does not depend on its neighbours (tested).
   int heads_per_block = 0;
+  // The one-block kernel's PV tiles: 2 = each warp all heads x 64 dims (the value tile read once
+  // per key block), 1 = each warp 16 heads x 512 / (8 * 16 / heads) dims (the S step's row
+  // groups; read once per row group); 0 picks. Same bits either way (tested).
+  int pv_tiles = 0;
   // Device scratch for the split path (sparse_attention_fp8_workspace_bytes); without it (or
   // when smaller) the one-block kernel runs. The result does not depend on which path runs.
   void* workspace = nullptr;

@@ -303,6 +303,57 @@ __device__ __forceinline__ void block_pv(float (&o)[kNtO][4],
   }
 }
 
+// block_pv with the warp's tile across all heads: O = O * rescale + P V for kRowFrags * 16 heads
+// x 8 * kNtO dims from 16-byte chunk dim_chunk0 of the [64 keys][64 chunks] value tile. Each
+// value fragment is loaded once and used by every row fragment (block_pv reloads it per row
+// group), so the block reads the value tile once per key block instead of once per row group.
+// rescale: per row fragment, rows g and g + 8 (lane g = lane / 4). Each output is the same MMA
+// chain over the keys in order as in block_pv: the same bits.
+template <int kRowFrags, int kNtO>
+__device__ __forceinline__ void block_pv_all_heads(float (&o)[kRowFrags][kNtO][4],
+                                                   const float (&rescale)[kRowFrags][2],
+                                                   uint32_t ps_a,
+                                                   uint32_t vs_a,
+                                                   int dim_chunk0,
+                                                   bool do_mma) {
+  const int lane = threadIdx.x & 31;
+  bool ones = true;
+#pragma unroll
+  for (int f = 0; f < kRowFrags; ++f) ones = ones && rescale[f][0] == 1.0f && rescale[f][1] == 1.0f;
+  if (!__all_sync(0xffffffffu, ones)) {
+#pragma unroll
+    for (int f = 0; f < kRowFrags; ++f) {
+#pragma unroll
+      for (int n = 0; n < kNtO; ++n) {
+        o[f][n][0] = __fmul_rn(o[f][n][0], rescale[f][0]);
+        o[f][n][1] = __fmul_rn(o[f][n][1], rescale[f][0]);
+        o[f][n][2] = __fmul_rn(o[f][n][2], rescale[f][1]);
+        o[f][n][3] = __fmul_rn(o[f][n][3], rescale[f][1]);
+      }
+    }
+  }
+#pragma unroll
+  for (int kk = 0; kk < kBlockKeys / 16; ++kk) {
+    if (!do_mma) break;
+    uint32_t pa[kRowFrags][4];
+#pragma unroll
+    for (int f = 0; f < kRowFrags; ++f) {
+      ldsm_x4(pa[f], ps_a + swz(f * 16 + (lane & 15), 2 * kk + (lane >> 4), 8));
+    }
+#pragma unroll
+    for (int p = 0; p < kNtO / 2; ++p) {
+      uint32_t vb[4];
+      ldsm_x4_t(vb, vs_a + swz(16 * kk + (lane & 7) + ((lane >> 3) & 1) * 8,
+                               dim_chunk0 + 2 * p + (lane >> 4), 64));
+#pragma unroll
+      for (int f = 0; f < kRowFrags; ++f) {
+        mma_bf16(o[f][2 * p], pa[f], vb[0], vb[1]);
+        mma_bf16(o[f][2 * p + 1], pa[f], vb[2], vb[3]);
+      }
+    }
+  }
+}
+
 // 1 / softmax denominator's operand: l + 2^(sink - max), per row of the lane.
 __device__ __forceinline__ void final_denominators(float (&inv)[2],
                                                    const float (&l_run)[2],

@@ -56,6 +56,20 @@ class SparseAttentionFp8Test : public ::testing::Test {
     EXPECT_EQ(e, cudaSuccess);
     return download(args.out, expect.size()) == expect;
   }
+  // Runs args on the one-block kernel with the given PV tiles (1: row groups, 2: all heads) and
+  // heads per block; true when its output bits equal `expect` (args.out is overwritten).
+  bool pv_tiles_bits(SparseAttentionFp8Args args,
+                     int pv_tiles,
+                     int heads,
+                     const std::vector<uint16_t>& expect) {
+    args.wgmma = 1;
+    args.split = 1;
+    args.pv_tiles = pv_tiles;
+    args.heads_per_block = heads;
+    EXPECT_EQ(cudaMemset(args.out, 0xff, expect.size() * 2), cudaSuccess);
+    EXPECT_EQ(sparse_attention_fp8(args, nullptr), cudaSuccess);
+    return download(args.out, expect.size()) == expect;
+  }
   std::vector<void*> ptrs_;
 };
 
@@ -262,6 +276,7 @@ TEST_F(SparseAttentionFp8Test, MatchesCpuReferenceWithinTolerance) {
     const auto gpu_bits = download(dp.args.out, static_cast<size_t>(p.T * H * D));
     EXPECT_TRUE(split_bits == gpu_bits)
         << "split path differs, T=" << c.T << " win=" << c.win << " extra=" << c.extra;
+    EXPECT_TRUE(pv_tiles_bits(dp.args, 1, 64, gpu_bits)) << "row-group PV tiles differ, T=" << c.T;
     dp.args.wgmma = 1;  // the mma.sync kernel above; the wgmma kernel (sm_90 only) must match
     EXPECT_TRUE(wgmma_bits(dp.args, gpu_bits)) << "wgmma kernel differs, T=" << c.T;
     const auto cpu = cpu_reference(p, dp, dp.args.softmax_scale);
@@ -304,14 +319,18 @@ TEST_F(SparseAttentionFp8Test, OutputBitsDoNotDependOnBatchOrHeadSplit) {
   DeviceProblem dp = upload_problem(this, p, 5);
   const size_t n = static_cast<size_t>(p.T * H * D);
   std::vector<std::vector<uint16_t>> outs;
-  // Heads per block 0 (automatic), 16, 32, 64 on the one-block path, then the split path.
-  for (int h : {0, 16, 32, 64, -1}) {
-    dp.args.heads_per_block = h < 0 ? 0 : h;
+  // Heads per block 0 (automatic), 16, 32, 64 on the one-block path, then the split path;
+  // the one-block path with both PV tilings (1xx: row-group tiles).
+  for (int h : {0, 16, 32, 64, -1, 116, 132, 164}) {
+    dp.args.heads_per_block = h < 0 ? 0 : h % 100;
     dp.args.split = h < 0 ? 2 : 1;
+    dp.args.pv_tiles = h > 100 ? 1 : 0;
+    ASSERT_EQ(cudaMemset(dp.args.out, 0xff, n * 2), cudaSuccess);
     ASSERT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaSuccess);
     outs.push_back(download(dp.args.out, n));
   }
   for (size_t v = 1; v < outs.size(); ++v) EXPECT_TRUE(outs[v] == outs[0]) << "variant " << v;
+  dp.args.pv_tiles = 0;
   EXPECT_TRUE(wgmma_bits(dp.args, outs[0])) << "wgmma kernel";
   // Queries alone (T = 1: the split path, automatic; then one block, 64 heads per block)
   // against the batch of 40.
@@ -330,6 +349,7 @@ TEST_F(SparseAttentionFp8Test, OutputBitsDoNotDependOnBatchOrHeadSplit) {
       EXPECT_TRUE(std::equal(alone.begin(), alone.end(), outs[0].begin() + t * H * D))
           << "query " << t << " split " << split;
       EXPECT_TRUE(wgmma_bits(one, alone)) << "query " << t << " alone, wgmma kernel";
+      EXPECT_TRUE(pv_tiles_bits(one, 1, 64, alone)) << "query " << t << " alone, row-group PV";
     }
   }
 }
@@ -367,10 +387,51 @@ TEST_F(SparseAttentionFp8Test, WgmmaKernelMatchesMmaSyncBitwise) {
   EXPECT_EQ(cases, 22);
 }
 
+// The one-block kernel's two PV tilings (all heads x 64 dims per warp, the default; 16 heads x
+// 512 / kWk dims per warp, the earlier one) at every heads-per-block choice, bitwise, over the
+// shapes above; reference: the row-group tiles at 64 heads per block.
+TEST_F(SparseAttentionFp8Test, PvTilesMatchBitwise) {
+  struct Case {
+    int64_t T;
+    int win, extra;
+  };
+  int cases = 0;
+  for (const Case c : {Case{1, 128, 512}, Case{2, 70, 33}, Case{7, 0, 100}, Case{3, 128, 0},
+                       Case{2, 1, 1}, Case{40, 64, 64}, Case{5, 200, 300}, Case{2, 128, 2048},
+                       Case{3, 0, 0}, Case{133, 128, 512}, Case{9, 100, 4}}) {
+    for (uint32_t seed : {1u, 2u}) {
+      const Problem p = make_problem(c.T, c.win, c.extra, seed * 7 + static_cast<uint32_t>(c.T));
+      DeviceProblem dp = upload_problem(this, p, seed + static_cast<uint32_t>(c.extra));
+      if (seed == 2 && p.pool8 > 200) {  // rows >= 200 through fresh_kv (the same bytes)
+        dp.args.fresh_from = 200;
+        dp.args.fresh_kv = dp.kv + 200 * kKvFp8RowBytes;
+      }
+      dp.args.split = 1;
+      dp.args.wgmma = 1;
+      dp.args.heads_per_block = 64;
+      dp.args.pv_tiles = 1;
+      ASSERT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaSuccess);
+      const auto ref = download(dp.args.out, static_cast<size_t>(p.T * H * D));
+      for (int h : {16, 32, 64}) {
+        EXPECT_TRUE(pv_tiles_bits(dp.args, 2, h, ref))
+            << "T=" << c.T << " win=" << c.win << " extra=" << c.extra << " seed " << seed
+            << " heads " << h;
+      }
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 22);
+}
+
 TEST_F(SparseAttentionFp8Test, RejectsBadShapes) {
   SparseAttentionFp8Args a;
   a.num_queries = 1;
   EXPECT_EQ(sparse_attention_fp8(a, nullptr), cudaErrorInvalidValue);  // null pointers
+  const Problem p = make_problem(2, 64, 64, 3);
+  DeviceProblem dp = upload_problem(this, p, 4);
+  dp.args.split = 1;
+  dp.args.pv_tiles = 3;  // only 0, 1 and 2 exist
+  EXPECT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaErrorInvalidValue);
 }
 
 }  // namespace
