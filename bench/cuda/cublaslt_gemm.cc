@@ -25,7 +25,7 @@ struct LtRun {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulPreference_t pref = nullptr;
-  void *da = nullptr, *db = nullptr, *dd = nullptr, *ws = nullptr;
+  void *da = nullptr, *db = nullptr, *dd = nullptr, *ws = nullptr, *sa = nullptr, *sb = nullptr;
   cudaEvent_t e0 = nullptr, e1 = nullptr;
   ~LtRun() {
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
@@ -34,7 +34,7 @@ struct LtRun {
     if (d) cublasLtMatrixLayoutDestroy(d);
     if (op) cublasLtMatmulDescDestroy(op);
     if (handle) cublasLtDestroy(handle);
-    for (void* p : {da, db, dd, ws}) (void)cudaFree(p);
+    for (void* p : {da, db, dd, ws, sa, sb}) (void)cudaFree(p);
     if (e0) (void)cudaEventDestroy(e0);
     if (e1) (void)cudaEventDestroy(e1);
   }
@@ -58,11 +58,21 @@ Status fill_random(void* dev, size_t bytes, bool fp8) {
   return {};
 }
 
+// A device buffer of `count` fp32 ones (the block scales: their values do not change the time).
+Status alloc_ones(void** dev, size_t count) {
+  DI_CUDA_RETURN_IF_ERROR(cudaMalloc(dev, count * sizeof(float)));
+  const std::vector<float> ones(count, 1.0f);
+  DI_CUDA_RETURN_IF_ERROR(
+      cudaMemcpy(*dev, ones.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  return {};
+}
+
 }  // namespace
 
 Expected<double> time_cublaslt_gemm(LtType type, int64_t m, int64_t n, int64_t k, int iters) {
   LtRun r;
-  const bool fp8 = type == LtType::kFP8;
+  const bool block = type == LtType::kFP8Block128;
+  const bool fp8 = type == LtType::kFP8 || block;
   const cudaDataType_t in_t = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
   const size_t in_bytes = fp8 ? 1 : 2;
   const size_t ws_bytes = size_t{64} << 20;
@@ -78,6 +88,23 @@ Expected<double> time_cublaslt_gemm(LtType type, int64_t m, int64_t n, int64_t k
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   DI_LT(cublasLtMatmulDescSetAttribute(r.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   DI_LT(cublasLtMatmulDescSetAttribute(r.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  if (block) {
+    // Scale tensors sized for the larger of the documented layouts (one fp32 per 128-block of
+    // k for every row of A and column of B).
+    const int64_t kb = (k + 127) / 128;
+    DI_RETURN_IF_ERROR(alloc_ones(&r.sa, static_cast<size_t>(kb * m)));
+    DI_RETURN_IF_ERROR(alloc_ones(&r.sb, static_cast<size_t>(kb * n)));
+    const int32_t mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    const int32_t mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    DI_LT(cublasLtMatmulDescSetAttribute(r.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_a,
+                                         sizeof mode_a));
+    DI_LT(cublasLtMatmulDescSetAttribute(r.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_b,
+                                         sizeof mode_b));
+    DI_LT(cublasLtMatmulDescSetAttribute(r.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &r.sa,
+                                         sizeof r.sa));
+    DI_LT(cublasLtMatmulDescSetAttribute(r.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &r.sb,
+                                         sizeof r.sb));
+  }
   DI_LT(cublasLtMatrixLayoutCreate(&r.a, in_t, k, m, k));
   DI_LT(cublasLtMatrixLayoutCreate(&r.b, in_t, k, n, k));
   DI_LT(cublasLtMatrixLayoutCreate(&r.d, CUDA_R_16BF, m, n, m));
