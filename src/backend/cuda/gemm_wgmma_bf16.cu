@@ -420,18 +420,22 @@ cudaError_t block_scaled_gemm_wgmma_bf16(
   // at one row (docs/benchmarks.md, "FP8 products at one row toward the byte floor"). Where one
   // or two CTAs per SM fit the grid, the tile with four blocks in flight (kBatch) is 2-4 %
   // faster.
+  if (rows > 8) {
+    const int v = rows <= 32 ? 2 : rows <= 128 ? 1 : 0;
+    return block_scaled_gemm_wgmma_bf16(v, xb, rows, w, y, s);
+  }
+  // Only the few-row tiles depend on how many CTAs the SMs hold.
   const int64_t ctas = (w.out_features + 63) / 64;
   int sms = 0, device = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
     return cudaErrorUnknown;
   }
-  const int few = rows >= 2 && ctas <= sms ? 10
-                  : ctas <= 2 * sms        ? 9
-                  : ctas <= 3 * sms        ? 7
-                  : ctas <= 4 * sms        ? 8
-                                           : 3;
-  const int v = rows <= 8 ? few : rows <= 32 ? 2 : rows <= 128 ? 1 : 0;
+  const int v = rows >= 2 && ctas <= sms ? 10
+                : ctas <= 2 * sms        ? 9
+                : ctas <= 3 * sms        ? 7
+                : ctas <= 4 * sms        ? 8
+                                         : 3;
   return block_scaled_gemm_wgmma_bf16(v, xb, rows, w, y, s);
 }
 

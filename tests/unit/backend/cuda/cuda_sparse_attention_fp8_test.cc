@@ -354,28 +354,43 @@ TEST_F(SparseAttentionFp8Test, OutputBitsDoNotDependOnBatchOrHeadSplit) {
   }
 }
 
+// The shapes of the bitwise kernel comparisons: mixed FP8/FP4 key blocks, partial and empty
+// blocks, empty slots, no keys, many blocks and several batch sizes.
+struct BitwiseCase {
+  int64_t T;
+  int win, extra;
+};
+constexpr BitwiseCase kBitwiseCases[] = {
+    {1, 128, 512}, {2, 70, 33},    {7, 0, 100}, {3, 128, 0},     {2, 1, 1},  {40, 64, 64},
+    {5, 200, 300}, {2, 128, 2048}, {3, 0, 0},   {133, 128, 512}, {9, 100, 4}};
+
+// Case c's problem on the device, set up for the one-block mma.sync kernel at 64 heads per block
+// (the reference of the bitwise comparisons); seed 2 also reads rows >= 200 through fresh_kv
+// (the same bytes).
+DeviceProblem upload_bitwise_case(SparseAttentionFp8Test* t,
+                                  const Problem& p,
+                                  const BitwiseCase& c,
+                                  uint32_t seed) {
+  DeviceProblem dp = upload_problem(t, p, seed + static_cast<uint32_t>(c.extra));
+  if (seed == 2 && p.pool8 > 200) {
+    dp.args.fresh_from = 200;
+    dp.args.fresh_kv = dp.kv + 200 * kKvFp8RowBytes;
+  }
+  dp.args.split = 1;
+  dp.args.wgmma = 1;
+  dp.args.heads_per_block = 64;
+  return dp;
+}
+
 // The wgmma kernel against the mma.sync kernel (64 heads per block), bitwise, over shapes that
 // cover mixed FP8/FP4 key blocks, partial and empty blocks, empty slots, no keys, many blocks,
 // fresh rows, and several batch sizes.
 TEST_F(SparseAttentionFp8Test, WgmmaKernelMatchesMmaSyncBitwise) {
-  struct Case {
-    int64_t T;
-    int win, extra;
-  };
   int cases = 0;
-  for (const Case c : {Case{1, 128, 512}, Case{2, 70, 33}, Case{7, 0, 100}, Case{3, 128, 0},
-                       Case{2, 1, 1}, Case{40, 64, 64}, Case{5, 200, 300}, Case{2, 128, 2048},
-                       Case{3, 0, 0}, Case{133, 128, 512}, Case{9, 100, 4}}) {
+  for (const BitwiseCase c : kBitwiseCases) {
     for (uint32_t seed : {1u, 2u}) {
       const Problem p = make_problem(c.T, c.win, c.extra, seed * 7 + static_cast<uint32_t>(c.T));
-      DeviceProblem dp = upload_problem(this, p, seed + static_cast<uint32_t>(c.extra));
-      if (seed == 2 && p.pool8 > 200) {  // rows >= 200 through fresh_kv (the same bytes)
-        dp.args.fresh_from = 200;
-        dp.args.fresh_kv = dp.kv + 200 * kKvFp8RowBytes;
-      }
-      dp.args.split = 1;
-      dp.args.wgmma = 1;
-      dp.args.heads_per_block = 64;
+      DeviceProblem dp = upload_bitwise_case(this, p, c, seed);
       ASSERT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaSuccess);
       const auto ref = download(dp.args.out, static_cast<size_t>(p.T * H * D));
       dp.args.out = upload(std::vector<uint16_t>(ref.size(), 0x7fc1));
@@ -391,24 +406,11 @@ TEST_F(SparseAttentionFp8Test, WgmmaKernelMatchesMmaSyncBitwise) {
 // 512 / kWk dims per warp, the earlier one) at every heads-per-block choice, bitwise, over the
 // shapes above; reference: the row-group tiles at 64 heads per block.
 TEST_F(SparseAttentionFp8Test, PvTilesMatchBitwise) {
-  struct Case {
-    int64_t T;
-    int win, extra;
-  };
   int cases = 0;
-  for (const Case c : {Case{1, 128, 512}, Case{2, 70, 33}, Case{7, 0, 100}, Case{3, 128, 0},
-                       Case{2, 1, 1}, Case{40, 64, 64}, Case{5, 200, 300}, Case{2, 128, 2048},
-                       Case{3, 0, 0}, Case{133, 128, 512}, Case{9, 100, 4}}) {
+  for (const BitwiseCase c : kBitwiseCases) {
     for (uint32_t seed : {1u, 2u}) {
       const Problem p = make_problem(c.T, c.win, c.extra, seed * 7 + static_cast<uint32_t>(c.T));
-      DeviceProblem dp = upload_problem(this, p, seed + static_cast<uint32_t>(c.extra));
-      if (seed == 2 && p.pool8 > 200) {  // rows >= 200 through fresh_kv (the same bytes)
-        dp.args.fresh_from = 200;
-        dp.args.fresh_kv = dp.kv + 200 * kKvFp8RowBytes;
-      }
-      dp.args.split = 1;
-      dp.args.wgmma = 1;
-      dp.args.heads_per_block = 64;
+      DeviceProblem dp = upload_bitwise_case(this, p, c, seed);
       dp.args.pv_tiles = 1;
       ASSERT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaSuccess);
       const auto ref = download(dp.args.out, static_cast<size_t>(p.T * H * D));
