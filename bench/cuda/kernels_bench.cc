@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/moe_grouped.h"
 #include "cuda/bench_util.h"
 #include "cuda/cublaslt_gemm.h"
 #include "cuda/decode_bench.h"
@@ -317,7 +319,15 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       moe = 6;
     } else if (a.rfind("--moe-decode-profile=", 0) == 0) {
       moe = 6;
-      moe_variant = std::atoi(a.c_str() + std::strlen("--moe-decode-profile="));
+      const char* v = a.c_str() + std::strlen("--moe-decode-profile=");
+      const char* end = a.c_str() + a.size();
+      const auto [ptr, ec] = std::from_chars(v, end, moe_variant);
+      if (ec != std::errc() || ptr != end || moe_variant < 0 ||
+          moe_variant >= di::backend::cuda::kMoeTcVariants) {
+        std::fprintf(stderr, "%s: --moe-decode-profile=V: V must be a variant 0..%d, not '%s'\n",
+                     argv[0], di::backend::cuda::kMoeTcVariants - 1, v);
+        return 2;
+      }
     } else if (a == "--moe-decode-variants") {
       moe = 7;
     } else if (a == "--profile") {
