@@ -30,4 +30,12 @@ for b in cpu exact tensor; do
   bin/deepinfer generate --model golden/v41-mini/checkpoint --prompt-ids 1,2,3,4,5 --max-tokens 12 \
     "${args[@]}" 2>&1 | tail -n 2
 done
+# Determinism across processes at full width (the goldens' widths hide upload races): the same
+# greedy generate as separate processes must print the same tokens every time.
+echo "== determinism: ${DETERMINISM_RUNS:=8} processes, V4.1-shaped (2 layers, 16 experts)"
+bin/deepinfer init-model --preset v41-shaped --layers 2 --experts 16 --out /tmp/di_v41s --seed 1 >/dev/null
+for i in $(seq "$DETERMINISM_RUNS"); do
+  bin/deepinfer generate --model /tmp/di_v41s --backend cuda --max-tokens 24 \
+    --prompt-ids 11,2024,377,90001,5,64000,123,7,88,4096,31337,2 2>/dev/null | head -n 1
+done | sort | uniq -c | awk '{print} END {print NR == 1 ? "determinism: PASSED (one output)" : "determinism: FAILED (" NR " different outputs)"}'
 echo "== cuda_kernels_bench"; bin/cuda_kernels_bench "${BENCH_ARGS:-}"

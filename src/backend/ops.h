@@ -4,6 +4,7 @@
 // invariance by construction): every backend must keep per-row reduction orders fixed.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -239,6 +240,14 @@ class Ops : public Memory {
   // Per-op times since the last call (and resets them), for a backend created with op
   // profiling on (`bench step --profile-ops`); empty otherwise. Waits for the device.
   virtual std::vector<OpTime> take_op_profile() const { return {}; }
+
+  // Op tracing (TracingOps, `--trace-ops`): a device backend appends the checksum
+  // (backend/checksum.h) of `bytes` of its memory at `data`, as it will be once the work issued
+  // so far has run, without waiting, and returns true; take_checksums returns the appended values
+  // in order and clears them (it waits for the device). A backend whose memory is host memory
+  // returns false and the caller computes the checksum itself.
+  virtual bool record_checksum(const void* /*data*/, size_t /*bytes*/) const { return false; }
+  virtual std::vector<uint64_t> take_checksums() const { return {}; }
 
   // y[m, n] = x[m] . w[n] (reference `linear`). FP8/FP4 weights first fake-quantize each row of x
   // to e4m3 with ue8m0 scales per 32 (act_quant) and accumulate 32-wide blocks in fp32 (fp8_gemm,

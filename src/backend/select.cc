@@ -1,6 +1,7 @@
 #include "backend/select.h"
 
 #include "backend/cpu/cpu_ops.h"
+#include "backend/tracing_ops.h"
 #ifdef DI_HAVE_CUDA
 #include "backend/cuda/cuda_ops.h"
 #endif
@@ -15,7 +16,9 @@ bool cuda_backend_built() {
 #endif
 }
 
-Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptions& options) {
+namespace {
+
+Expected<std::unique_ptr<Ops>> make_plain_backend(ThreadPool& pool, const BackendOptions& options) {
   if (options.name == "cpu") return std::unique_ptr<Ops>(std::make_unique<CpuOps>(pool));
   if (options.name == "cuda") {
 #ifdef DI_HAVE_CUDA
@@ -41,6 +44,16 @@ Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptio
 #endif
   }
   return invalid_argument("unknown backend '" + options.name + "' (cpu or cuda)");
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptions& options) {
+  DI_ASSIGN_OR_RETURN(std::unique_ptr<Ops> ops, make_plain_backend(pool, options));
+  if (options.trace_ops.empty()) return ops;
+  DI_ASSIGN_OR_RETURN(std::unique_ptr<TracingOps> traced,
+                      TracingOps::create(std::move(ops), options.trace_ops));
+  return std::unique_ptr<Ops>(std::move(traced));
 }
 
 }  // namespace di::backend

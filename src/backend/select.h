@@ -26,6 +26,8 @@ struct BackendOptions {
   bool cuda_graphs = true;
   // Run the model's independent work (Ops::begin_side) on a second stream.
   bool cuda_side_lines = true;
+  // When set, every op's output is checksummed into this file (TracingOps, `--trace-ops`).
+  std::string trace_ops;
 };
 
 Expected<std::unique_ptr<Ops>> make_backend(ThreadPool& pool, const BackendOptions& options);

@@ -34,6 +34,11 @@ inline void add_backend_flags(CLI::App& app, backend::BackendOptions& opts) {
          "compressor, the draft head's KV) runs on a second stream beside the rest at up to 256 "
          "rows; off: one stream (the same results)")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--trace-ops", opts.trace_ops,
+                 "debugging: write a checksum of every op's output to FILE, a line per output "
+                 "(two runs that should agree are diffed; the first differing line names the op); "
+                 "CUDA graphs are not replayed while tracing")
+      ->type_name("FILE");
 }
 
 }  // namespace di::cli

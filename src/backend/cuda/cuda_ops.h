@@ -52,6 +52,9 @@ class CudaOps final : public Ops {
   uint64_t host_syncs() const override;
   double host_wait_seconds() const override;
   std::vector<OpTime> take_op_profile() const override;
+  // Op tracing: a checksum kernel on the current line per record (cuda_ops_memory.cc).
+  bool record_checksum(const void* data, size_t bytes) const override;
+  std::vector<uint64_t> take_checksums() const override;
   bool begin_segment(uint64_t key) const override;
   void end_segment() const override;
   SegmentStats segment_stats() const override;

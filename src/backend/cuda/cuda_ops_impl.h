@@ -95,6 +95,11 @@ struct CudaOps::Impl {
   // timed from the first copy that precedes it.
   std::optional<std::chrono::steady_clock::time_point> wait_begin;
   std::unique_ptr<cuda::OpProfiler> profiler;  // when CudaOptions::profile_ops
+  // Op tracing (Ops::record_checksum): a sum per record, zeroed when allocated and after each
+  // take_checksums; allocated at the first record.
+  static constexpr int64_t kChecksumSlots = 16384;
+  uint64_t* checksum_slots = nullptr;
+  int64_t checksum_count = 0;
   // Pinned staging ring for per-call host data (metadata, small uploads). CUDA documents that a
   // cudaMemcpyAsync from pageable memory first synchronizes the stream, which would put a host
   // wait in front of every op with metadata; from pinned memory the copy is truly asynchronous.
@@ -217,6 +222,18 @@ struct CudaOps::Impl {
     DI_RETURN_IF_ERROR(copy_in(d, host, sizeof(T) * count));
     return d;
   }
+  // Copies host bytes that stay (a weight, a table) to the device, in order on the op stream.
+  // Not cudaMemcpy: that runs on the legacy default stream, which the op streams
+  // (cudaStreamNonBlocking) do not wait for, and from pageable memory it may return before its
+  // DMA has landed. A kernel of the next op then read a partly uploaded weight: the first forward
+  // of a process differed from run to run at full width (docs/notes/cuda-kernels.md, "The
+  // determinism defect"). Never inside a capture (a replay would copy again): callers interrupt
+  // it first.
+  Status upload_persistent(void* dst, const void* host, size_t bytes) {
+    if (bytes == 0) return {};
+    DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream));
+    return {};
+  }
   template <class T>
   Status download(T* host, const T* dev, size_t count) {
     if (count == 0) return {};
@@ -238,17 +255,17 @@ struct CudaOps::Impl {
     auto it = weights.find(w.data);
     if (it != weights.end() && it->second.print == print) return it->second.dev;
     cuda::DeviceWeight d{w.format, w.out_features, w.in_features, nullptr, nullptr};
-    DI_RETURN_IF_ERROR(interrupt_capture());  // the copies below are synchronous
+    DI_RETURN_IF_ERROR(interrupt_capture());  // the copies below are not captured
     DI_RETURN_IF_ERROR(join_side());          // a first use: the rest of the op runs in line
     if (profiler) {
       DI_RETURN_IF_ERROR(profiler->begin("weight_upload", stream));
     }
     DI_ASSIGN_OR_RETURN(void* data, arena->alloc_persistent(data_bytes));
-    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(data, w.data, data_bytes, cudaMemcpyHostToDevice));
+    DI_RETURN_IF_ERROR(upload_persistent(data, w.data, data_bytes));
     d.data = static_cast<const uint8_t*>(data);
     if (scale_bytes) {
       DI_ASSIGN_OR_RETURN(void* scale, arena->alloc_persistent(scale_bytes));
-      DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(scale, w.scale, scale_bytes, cudaMemcpyHostToDevice));
+      DI_RETURN_IF_ERROR(upload_persistent(scale, w.scale, scale_bytes));
       d.scale = static_cast<const uint8_t*>(scale);
     }
     weights[w.data] = {print, d};
@@ -263,10 +280,10 @@ struct CudaOps::Impl {
     const uint64_t print = cuda_ops_detail::fingerprint(host, n) ^ (n << 8) ^ 0x7ab1e;
     auto it = weights.find(host);
     if (it != weights.end() && it->second.print == print) return it->second.dev.data;
-    DI_RETURN_IF_ERROR(interrupt_capture());  // the copy below is synchronous
+    DI_RETURN_IF_ERROR(interrupt_capture());  // the copy below is not captured
     DI_RETURN_IF_ERROR(join_side());
     DI_ASSIGN_OR_RETURN(void* data, arena->alloc_persistent(std::max<size_t>(n, 1)));
-    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(data, host, n, cudaMemcpyHostToDevice));
+    DI_RETURN_IF_ERROR(upload_persistent(data, host, n));
     cuda::DeviceWeight d{WeightFormat::kF32, 1, 0, static_cast<const uint8_t*>(data), nullptr};
     weights[host] = {print, d};
     return d.data;
@@ -283,7 +300,7 @@ struct CudaOps::Impl {
                            static_cast<uint64_t>(w.in_features);
     auto it = wgmma_weights.find(w.data);
     if (it != wgmma_weights.end() && it->second.print == print) return it->second.dev;
-    DI_RETURN_IF_ERROR(interrupt_capture());  // the copies below include synchronous ones
+    DI_RETURN_IF_ERROR(interrupt_capture());  // the copies below are not captured
     DI_RETURN_IF_ERROR(join_side());          // and the chunks below go through the main scratch
     if (profiler) {
       DI_RETURN_IF_ERROR(profiler->begin("weight_upload", stream));
@@ -305,7 +322,7 @@ struct CudaOps::Impl {
       arena->scratch_reset(mark);
     }
     DI_ASSIGN_OR_RETURN(void* scale, arena->alloc_persistent(scale_bytes));
-    DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(scale, w.scale, scale_bytes, cudaMemcpyHostToDevice));
+    DI_RETURN_IF_ERROR(upload_persistent(scale, w.scale, scale_bytes));
     const cuda::DeviceWeight d{w.format, N, K, out, static_cast<const uint8_t*>(scale)};
     wgmma_weights[w.data] = {print, d};
     if (profiler) {

@@ -175,4 +175,50 @@ void CudaOps::copy_rows(const float* const* src,
   });
 }
 
+// --- op tracing (TracingOps) ---
+
+bool CudaOps::record_checksum(const void* data, size_t bytes) const {
+  Impl& m = *impl_;
+  m.run("checksum", [&]() -> Status {
+    DI_RETURN_IF_ERROR(m.interrupt_capture());  // each record's slot is its own
+    if (!m.checksum_slots) {
+      const size_t slot_bytes = sizeof(uint64_t) * Impl::kChecksumSlots;
+      DI_ASSIGN_OR_RETURN(void* p, m.arena->alloc_persistent(slot_bytes));
+      // Zeroed and waited for here, so that both lines see zeros whichever records first.
+      DI_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p, 0, slot_bytes, m.stream));
+      DI_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream));
+      m.checksum_slots = static_cast<uint64_t*>(p);
+    }
+    if (m.checksum_count >= Impl::kChecksumSlots) {
+      return Status(StatusCode::kResourceExhausted, "op tracing: more than " +
+                                                        std::to_string(Impl::kChecksumSlots) +
+                                                        " checksums between two take_checksums");
+    }
+    DI_CUDA_RETURN_IF_ERROR(
+        cuda::add_checksum(data, bytes, m.checksum_slots + m.checksum_count, m.stream));
+    ++m.checksum_count;
+    return {};
+  });
+  return true;
+}
+
+std::vector<uint64_t> CudaOps::take_checksums() const {
+  Impl& m = *impl_;
+  std::vector<uint64_t> out;
+  m.run("take_checksums", [&]() -> Status {
+    if (m.checksum_count == 0) return {};
+    DI_RETURN_IF_ERROR(m.sync());  // joins a side line too
+    std::vector<uint64_t> values(static_cast<size_t>(m.checksum_count));
+    const size_t bytes = sizeof(uint64_t) * values.size();
+    DI_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(values.data(), m.checksum_slots, bytes, cudaMemcpyDeviceToHost, m.stream));
+    DI_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(m.checksum_slots, 0, bytes, m.stream));
+    DI_RETURN_IF_ERROR(m.sync());
+    m.checksum_count = 0;
+    out = std::move(values);
+    return {};
+  });
+  return out;
+}
+
 }  // namespace di::backend

@@ -76,9 +76,9 @@ bool CudaOps::fused_moe(ConstRowsView x,
         }
       }
       DI_ASSIGN_OR_RETURN(void* dt, m.arena->alloc_persistent(sizeof(void*) * table.size()));
-      DI_RETURN_IF_ERROR(m.interrupt_capture());  // the copy below is synchronous
-      DI_CUDA_RETURN_IF_ERROR(
-          cudaMemcpy(dt, table.data(), sizeof(void*) * table.size(), cudaMemcpyHostToDevice));
+      DI_RETURN_IF_ERROR(m.interrupt_capture());  // the copy below is not captured
+      // Through the pinned staging ring, in order on the op stream: `table` goes with this scope.
+      DI_RETURN_IF_ERROR(m.copy_in(dt, table.data(), sizeof(void*) * table.size()));
       it =
           m.expert_tables.emplace(experts.w1[0].data, static_cast<const uint8_t* const*>(dt)).first;
     }

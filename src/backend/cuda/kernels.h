@@ -119,6 +119,8 @@ cudaError_t add_rows(
 cudaError_t add_round_bf16(const float* a, const float* b, int64_t n, float* out, cudaStream_t s);
 // x = bf16(x * scale) in place (bitwise).
 cudaError_t scale_round_bf16(float* x, int64_t n, float scale, cudaStream_t s);
+// *out += backend/checksum.h's checksum of `bytes` bytes at p (op tracing; *out starts at 0).
+cudaError_t add_checksum(const void* p, size_t bytes, uint64_t* out, cudaStream_t s);
 
 // --- hc_mixes.cu (bitwise up to exp's last bit) ---
 // The mix product raw [rows, mix] = x . fn^T (fn [mix, hc_dim] f32, unrounded) and the sum of

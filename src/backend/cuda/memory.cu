@@ -4,6 +4,7 @@
 // combine's scatter-add and final rounded sum.
 #include <algorithm>
 
+#include "backend/checksum.h"
 #include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/kernels.h"
@@ -24,6 +25,19 @@ __global__ void gather_rows_kernel(
        c += int64_t{gridDim.x} * blockDim.x) {
     d[c] = s[c];
   }
+}
+
+// Any thread order gives the same sum (checksum.h): one atomic per thread.
+__global__ void checksum_kernel(const uint8_t* p, size_t bytes, unsigned long long* out) {
+  pdl::enter_dependent_grid();
+  const uint64_t words = (bytes + 7) / 8;
+  uint64_t sum = 0;
+  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < words;
+       i += uint64_t{gridDim.x} * blockDim.x) {
+    sum += checksum_term(i, checksum_word(p, bytes, i));
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) sum += checksum_length_term(bytes);
+  atomicAdd(out, static_cast<unsigned long long>(sum));
 }
 
 __global__ void gather_pointed_rows_kernel(const float* const* ptrs, int64_t width, float* dst) {
@@ -182,6 +196,16 @@ cudaError_t gather_fp8_rows(const uint8_t* data,
   if (rows > 0x7fffffff || width % 32 != 0) return cudaErrorInvalidValue;
   pdl::launch_dependent(gather_fp8_rows_kernel, dim3(static_cast<unsigned>(rows)), dim3(kThreads),
                         0, s, data, scale, width, index, out);
+  return cudaGetLastError();
+}
+
+cudaError_t add_checksum(const void* p, size_t bytes, uint64_t* out, cudaStream_t s) {
+  const uint64_t words = (bytes + 7) / 8;
+  const unsigned blocks =
+      static_cast<unsigned>(std::min<uint64_t>(1024, std::max<uint64_t>(1, (words + 255) / 256)));
+  pdl::launch_dependent(checksum_kernel, dim3(blocks), dim3(kThreads), 0, s,
+                        static_cast<const uint8_t*>(p), bytes,
+                        reinterpret_cast<unsigned long long*>(out));
   return cudaGetLastError();
 }
 

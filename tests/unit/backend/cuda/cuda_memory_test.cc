@@ -2,6 +2,7 @@
 // CpuOps, bitwise; and a whole Buffer round trip through device memory.
 #include <numeric>
 
+#include "backend/checksum.h"
 #include "cuda_test_util.h"
 
 namespace di::backend::testing {
@@ -26,6 +27,31 @@ TEST_F(CudaOpsTest, BuffersRoundTripThroughDeviceMemory) {
     want.insert(want.end(), host.begin() + r * 40 + 5, host.begin() + r * 40 + 15);
   expect_bitwise(s.to_host(), want, "copy_2d");
   EXPECT_GT(gpu_->host_syncs(), 0u);
+}
+
+// Op tracing's checksums computed on the device (any alignment and length, many records between
+// two takes, one of them on a side line) equal the host's definition.
+TEST_F(CudaOpsTest, ChecksumsOnTheDeviceEqualTheHostDefinition) {
+  std::mt19937 rng(5);
+  const size_t total = (size_t{1} << 20) + 64;
+  ManagedVector<uint8_t> bytes(total);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  std::vector<uint64_t> want;
+  int record = 0;
+  for (size_t n :
+       {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{1000}, size_t{1} << 20}) {
+    for (size_t offset : {0, 1, 3, 8}) {
+      const bool side = record++ == 5 && gpu_->begin_side();
+      ASSERT_TRUE(gpu_->record_checksum(bytes.data() + offset, n));
+      if (side) gpu_->end_side();
+      want.push_back(checksum_bytes(bytes.data() + offset, n));
+    }
+  }
+  EXPECT_EQ(gpu_->take_checksums(), want);
+  // A take clears: the next one starts from zero again.
+  ASSERT_TRUE(gpu_->record_checksum(bytes.data(), 100));
+  EXPECT_EQ(gpu_->take_checksums(), std::vector<uint64_t>{checksum_bytes(bytes.data(), 100)});
+  EXPECT_TRUE(gpu_->take_checksums().empty());
 }
 
 // Token embeddings gathered on the device, hc copies, from BF16 and F32 tables: the CPU's bits.
