@@ -38,7 +38,7 @@ Expected<std::unique_ptr<LLM>> LLM::create(const std::string& model_dir,
                                            const LLMOptions& options) {
   std::unique_ptr<LLM> llm(new LLM());
   llm->threads_ = std::make_unique<ThreadPool>(options.num_threads);
-  llm->ops_ = std::make_unique<backend::CpuOps>(*llm->threads_);
+  DI_ASSIGN_OR_RETURN(llm->ops_, backend::make_backend(*llm->threads_, options.backend));
   DI_ASSIGN_OR_RETURN(llm->model_, model::Model::load(model_dir, *llm->ops_));
   DI_ASSIGN_OR_RETURN(llm->engine_, engine::Engine::create(*llm->model_, options.engine));
   auto tok = recipe::Tokenizer::from_file(

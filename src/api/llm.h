@@ -1,8 +1,8 @@
-// di::api::LLM: the offline API (like vLLM's LLM). Loads a checkpoint, owns the CPU backend and
-// an engine, and turns prompts (text or token ids) with generation parameters into finished
-// outputs. This is where text lives: tokenizing prompts, detokenizing choices, stop strings,
-// the end-of-sentence stop token, n > 1 choices and drawing seeds for unseeded requests.
-// Not thread-safe: one thread drives an LLM (it is the engine's owner thread).
+// di::api::LLM: the offline API (like vLLM's LLM). Loads a checkpoint, owns the backend (cpu or
+// cuda, LLMOptions::backend) and an engine, and turns prompts (text or token ids) with generation
+// parameters into finished outputs. This is where text lives: tokenizing prompts, detokenizing
+// choices, stop strings, the end-of-sentence stop token, n > 1 choices and drawing seeds for
+// unseeded requests. Not thread-safe: one thread drives an LLM (it is the engine's owner thread).
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,8 @@
 
 #include "api/grammar_constraint.h"
 #include "api/structured_output.h"
-#include "backend/cpu/cpu_ops.h"
+#include "backend/ops.h"
+#include "backend/select.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "recipe/chat/chat_types.h"
@@ -27,8 +28,9 @@ struct StructuredOutput;  // api/structured_output.h
 
 struct LLMOptions {
   engine::EngineOptions engine;
-  unsigned num_threads = 0;    // CPU threads; 0: all cores
-  std::string tokenizer_path;  // empty: the checkpoint's tokenizer.json
+  unsigned num_threads = 0;         // CPU threads; 0: all cores
+  backend::BackendOptions backend;  // cpu (default) or cuda, and the cuda backend's options
+  std::string tokenizer_path;       // empty: the checkpoint's tokenizer.json
 };
 
 // One of: a chat request (rendered in the V4.1 chat format), text, or token ids (used when
@@ -113,7 +115,7 @@ class LLM {
   void on_update(engine::RequestUpdate& u, const std::function<void(GenerationOutput&&)>& on_done);
 
   std::unique_ptr<ThreadPool> threads_;
-  std::unique_ptr<backend::CpuOps> ops_;
+  std::unique_ptr<backend::Ops> ops_;
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<engine::Engine> engine_;
   std::optional<recipe::Tokenizer> tokenizer_;

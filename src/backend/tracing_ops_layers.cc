@@ -28,12 +28,13 @@ void TracingOps::write_kv(ConstRowsView r,
                           const int32_t* slots,
                           uint8_t* pool) const {
   inner_->write_kv(r, format, slots, pool);
-  const int64_t stride = kv_row_stride(format, r.cols);
+  // The row's codes and scales, not the padding up to the stride (never written).
+  const int64_t stride = kv_row_stride(format, r.cols), bytes = kv_row_bytes(format, r.cols);
   for (int64_t i = 0; i < r.rows; ++i) {
     const int64_t slot = slots ? slots[i] : i;
     if (slot < 0) continue;
     backend_bytes("write_kv", "slot" + std::to_string(slot), pool + slot * stride,
-                  static_cast<size_t>(stride));
+                  static_cast<size_t>(bytes));
   }
 }
 

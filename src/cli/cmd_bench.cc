@@ -3,7 +3,8 @@
 // deepinfer bench step --model DIR [--prompt-len P] [--decode-steps D] [--batch B] [--threads N]
 // [--context N]: times the forward on the chosen backend (--backend cpu|cuda): one prefill step
 // over B prompts of P tokens (after N positions of synthetic state), then D decode steps of B
-// tokens. Prints tokens/s for both phases and the decode step against its byte floor.
+// tokens. Prints tokens/s for both phases, the decode step against its byte floor and, on cuda,
+// both phases against their FLOP floors (model/forward_flops.h over cuBLASLt's peaks).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
@@ -15,6 +16,7 @@
 
 #include "backend/select.h"
 #ifdef DI_HAVE_CUDA
+#include "cuda/cublaslt_gemm.h"
 #include "cuda/kernels_bench.h"
 #endif
 #include "cli/backend_flags.h"
@@ -24,6 +26,7 @@
 #include "engine/sampler.h"
 #include "kernels/ref/sample_math.h"
 #include "model/checkpoint_layout.h"
+#include "model/forward_flops.h"
 #include "model/model.h"
 
 namespace di::cli {
@@ -100,6 +103,27 @@ double measure_copy_bandwidth(const backend::Ops& ops) {
     if (i > 0) best = std::max(best, 2.0 * 4.0 * static_cast<double>(n) / s);
   }
   return best + static_cast<double>(probe) * 0.0;
+}
+
+// The tensor-core peaks a FLOP floor divides by, measured now: cuBLASLt's FP8 (per-tensor scale)
+// and BF16 rates at 8192^3 on the cuda backend. The cpu backend has no such probe: its steps get
+// no FLOP floor (both 0).
+struct TensorPeaks {
+  double fp8 = 0, bf16 = 0;  // FLOP/s
+};
+TensorPeaks measure_tensor_peaks(const backend::Ops& ops) {
+  TensorPeaks p;
+#ifdef DI_HAVE_CUDA
+  if (std::string(ops.name()) != "cuda") return p;
+  constexpr int64_t kN = 8192;
+  const double flops = 2.0 * kN * kN * kN;
+  auto fp8 = bench::time_cublaslt_gemm(bench::LtType::kFP8, kN, kN, kN, 10);
+  auto bf16 = bench::time_cublaslt_gemm(bench::LtType::kBF16, kN, kN, kN, 10);
+  if (fp8 && bf16) p = {flops / (*fp8 * 1e-3), flops / (*bf16 * 1e-3)};
+#else
+  (void)ops;
+#endif
+  return p;
 }
 
 // Weight bytes one decode step of `batch` sequences must read: every backbone tensor except the
@@ -341,6 +365,17 @@ int run_bench_command(int argc, char** argv) {
   }
   std::printf("prefill: batch %d x %d tokens in %.3f s = %.1f tokens/s (%.2f CPU-s)\n", batch,
               prompt_len, prefill_s, batch * prompt_len / prefill_s, prefill_cpu);
+  const TensorPeaks peaks = measure_tensor_peaks(ops);
+  const model::ForwardFlops prefill_work = model::prefill_flops(c, batch, prompt_len, context);
+  if (peaks.fp8 > 0) {
+    std::printf("compute: cuBLASLt 8192^3 peaks FP8 %.0f TFLOP/s, BF16 %.0f TFLOP/s\n",
+                peaks.fp8 / 1e12, peaks.bf16 / 1e12);
+    const double floor_s = prefill_work.seconds(peaks.fp8, peaks.bf16);
+    std::printf(
+        "prefill FLOP floor: %.1f GFLOP at FP8 + %.1f GFLOP at BF16 = %.3f ms; FLOP floor / "
+        "prefill time %.3f\n",
+        prefill_work.fp8 / 1e9, prefill_work.bf16 / 1e9, 1e3 * floor_s, floor_s / prefill_s);
+  }
   if (replay_tail > 0) {
     // The same prompts again, exact, on fresh sequences: the cost of the approximation.
     for (auto& sq : seqs) state->release_sequence(sq);
@@ -384,6 +419,18 @@ int run_bench_command(int argc, char** argv) {
         batch, decode_steps, decode_s, batch * decode_steps / decode_s,
         1e3 * decode_s / decode_steps, decode_cpu, static_cast<double>(decode_syncs) / decode_steps,
         bw > 0 ? (bytes / bw) / (decode_s / decode_steps) : 0.0);
+    if (peaks.fp8 > 0) {
+      // The same mid-run context as the byte floor's.
+      const model::ForwardFlops work =
+          model::decode_step_flops(c, batch, context + prompt_len + decode_steps / 2);
+      const double flop_s = work.seconds(peaks.fp8, peaks.bf16), byte_s = bw > 0 ? bytes / bw : 0;
+      const double step_s = decode_s / decode_steps;
+      std::printf(
+          "decode FLOP floor: %.2f GFLOP at FP8 + %.2f GFLOP at BF16 per step = %.3f ms; floor = "
+          "max(byte %.3f, FLOP %.3f) ms, floor / step time %.3f (%s-bound)\n",
+          work.fp8 / 1e9, work.bf16 / 1e9, 1e3 * flop_s, 1e3 * byte_s, 1e3 * flop_s,
+          std::max(byte_s, flop_s) / step_s, flop_s > byte_s ? "FLOP" : "byte");
+    }
     // Wall time minus the waits is the host's own work per step: when it is most of the step, the
     // device idles between ops (what CUDA graphs remove). A host backend never waits.
     if (decode_syncs > 0) {

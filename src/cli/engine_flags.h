@@ -1,13 +1,16 @@
-// The engine flags shared by every command that runs the engine (batch, bench offline).
+// The engine flags shared by every command that runs the engine (batch, serve, chat, bench
+// offline), the backend's among them.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include "api/llm.h"
+#include "cli/backend_flags.h"
 
 namespace di::cli {
 
 inline void add_engine_flags(CLI::App& app, api::LLMOptions& opts) {
+  add_backend_flags(app, opts.backend);
   app.add_option("--max-num-seqs", opts.engine.max_num_seqs, "most sequences in flight")
       ->check(CLI::PositiveNumber);
   app.add_option("--max-num-batched-tokens", opts.engine.max_num_batched_tokens,

@@ -293,7 +293,8 @@ Status Model::forward(ForwardContext& ctx,
   if (side) ops_->join_side();
   if (config_.has_dspark() && !side) seed_dspark(*active);
   end_forward(ctx);
-  return Status();
+  // A device backend latches its first error and skips the ops after it: the forward failed.
+  return ops_->status();
 }
 
 void Model::record_dspark_input(int layer, ForwardContext& ctx, ConstRowsView x) const {

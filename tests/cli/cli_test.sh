@@ -71,6 +71,22 @@ else
   echo "FAIL missing $v3 -- run scripts/setup.sh"; fail=1
 fi
 
+# --trace-ops: a checksum line per op output; the same greedy run twice gives the same trace.
+expect_rc trace_ops 0 "" "$bin" generate --model "$work/m" --prompt-ids 5,6,7 --max-tokens 3 --trace-ops "$work/t1.txt"
+"$bin" generate --model "$work/m" --prompt-ids 5,6,7 --max-tokens 3 --trace-ops "$work/t2.txt" >/dev/null 2>&1
+[ "$(wc -l <"$work/t1.txt")" -gt 100 ] || { echo "FAIL --trace-ops wrote $(wc -l <"$work/t1.txt") lines"; fail=1; }
+cmp -s "$work/t1.txt" "$work/t2.txt" || { echo "FAIL two traces of the same greedy run differ"; diff "$work/t1.txt" "$work/t2.txt" | head -6; fail=1; }
+expect_rc trace_ops_unwritable 2 "--trace-ops" "$bin" generate --model "$work/m" --prompt-ids 5 --max-tokens 1 --trace-ops "$work/nowhere/t.txt"
+# The engine commands take the backend flags: without a usable device (CI) cuda is a clear error.
+printf '{"custom_id":"a","method":"POST","url":"/v1/completions","body":{"prompt":[5,6,7],"max_tokens":2}}\n' >"$work/one.jsonl"
+if nvidia-smi >/dev/null 2>&1; then
+  expect_rc batch_cuda 0 "" "$bin" batch --model "$work/m" --input "$work/one.jsonl" --output "$work/one_out.jsonl" --backend cuda --no-progress
+else
+  expect_rc batch_cuda 2 "cuda backend" "$bin" batch --model "$work/m" --input "$work/one.jsonl" --output "$work/one_out.jsonl" --backend cuda --no-progress
+fi
+expect_rc batch_bad_backend 2 "--backend" "$bin" batch --model "$work/m" --input "$work/one.jsonl" --output "$work/one_out.jsonl" --backend tpu
+expect_rc serve_bad_backend 2 "--backend" "$bin" serve --model "$work/m" --backend tpu
+
 expect_rc no_command 2 "usage" "$bin"
 expect_rc unknown_command 2 "unknown command" "$bin" frobnicate
 expect_rc init_missing_out 2 "--out" "$bin" init-model --preset mini

@@ -25,6 +25,7 @@ void hc_mixes_token(const float* x,
                     float norm_eps,
                     backend::HcCoefficients* out) {
   const int mix = (2 + hc) * hc;
+  *out = backend::HcCoefficients{};  // entries past hc stay zero (as the CUDA kernels leave them)
   const float rsqrt =
       1.0f / std::sqrt(sum_squares_f32(x, hc_dim) / static_cast<float>(hc_dim) + norm_eps);
   float m[(2 + backend::HcCoefficients::kMaxHc) * backend::HcCoefficients::kMaxHc];
