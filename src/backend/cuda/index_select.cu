@@ -45,6 +45,9 @@ __device__ void block_topk(
   }
   uint32_t prefix = 0, mask = 0;
   if (tid == 0) sm.remaining = k;
+  // Ordered before every read of `remaining`, also the one after the loop when k == 0 and the
+  // loop's barriers do not run (its value is then unused, but racecheck saw the read race).
+  __syncthreads();
   for (int shift = 24; k > 0 && shift >= 0; shift -= 8) {
     for (int i = tid; i < 256; i += kThreads) sm.hist[i] = 0;
     __syncthreads();
@@ -69,6 +72,7 @@ __device__ void block_topk(
       const int need = sm.remaining;
       const unsigned hit = __ballot_sync(0xffffffffu, incl >= need);
       const int lane = __ffs(hit) - 1;
+      __syncwarp();  // every lane has read `remaining` before the hit lane rewrites it
       if (tid == lane) {
         int acc = incl - lane_sum;
         for (int j = 0; j < 8; ++j) {
