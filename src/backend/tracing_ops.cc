@@ -12,10 +12,6 @@ namespace {
 // The backend's pending checksums are collected (one wait) once this many accumulate.
 constexpr int64_t kFlushEvery = 4096;
 
-size_t float_bytes(int64_t count) {
-  return sizeof(float) * static_cast<size_t>(count > 0 ? count : 0);
-}
-
 }  // namespace
 
 Expected<std::unique_ptr<TracingOps>> TracingOps::create(std::unique_ptr<Ops> inner,

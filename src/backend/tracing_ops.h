@@ -156,6 +156,10 @@ class TracingOps final : public Ops {
     uint64_t value = 0;
   };
   TracingOps(std::unique_ptr<Ops> inner, std::FILE* file) : inner_(std::move(inner)), file_(file) {}
+  // Bytes of `count` floats / int32s (0 for a negative count).
+  static size_t float_bytes(int64_t count) { return sizeof(float) * nonnegative(count); }
+  static size_t int_bytes(int64_t count) { return sizeof(int32_t) * nonnegative(count); }
+  static size_t nonnegative(int64_t count) { return static_cast<size_t>(count > 0 ? count : 0); }
   // Records backend memory written by op `op`; `what` names the output.
   void backend_bytes(const char* op, std::string what, const void* data, size_t bytes) const;
   // Records host memory an op wrote (valid once the op returns: such ops wait).

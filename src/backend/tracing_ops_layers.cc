@@ -6,17 +6,6 @@
 
 namespace di::backend {
 
-namespace {
-
-size_t float_bytes(int64_t count) {
-  return sizeof(float) * static_cast<size_t>(count > 0 ? count : 0);
-}
-size_t int_bytes(int64_t count) {
-  return sizeof(int32_t) * static_cast<size_t>(count > 0 ? count : 0);
-}
-
-}  // namespace
-
 void TracingOps::sparse_attention(const SparseAttentionArgs& a) const {
   inner_->sparse_attention(a);
   backend_bytes("sparse_attention", "out", a.out,

@@ -135,18 +135,8 @@ double decode_weight_bytes(const model::ModelConfig& c, int batch) {
       1.0 - std::pow(1.0 - static_cast<double>(c.n_activated_experts) / c.n_routed_experts, batch);
   double bytes = 0;
   for (const auto& t : model::checkpoint_tensor_specs(c)) {
+    if (!model::read_by_target_step(t)) continue;
     const double b = static_cast<double>(model::stored_bytes(t));
-    if (t.name == "embed" || t.name.find("markov_head") != std::string::npos ||
-        t.name.find("confidence_head") != std::string::npos) {
-      continue;
-    }
-    if (t.name.rfind("mtp.", 0) == 0) {
-      if (t.name.find("main_proj") != std::string::npos ||
-          t.name.find("attn.wkv") != std::string::npos)
-        bytes += b;
-      continue;
-    }
-    if (t.name.find("engram.embed") != std::string::npos) continue;  // a few rows per token
     if (t.name.find(".experts.") != std::string::npos) {
       bytes += b * touched;
       continue;

@@ -5,8 +5,6 @@
 #include <string>
 #include <string_view>
 
-#include "model/checkpoint_layout.h"
-
 namespace di::model {
 
 namespace {
@@ -30,6 +28,19 @@ int ratio_of(const ModelConfig& c, const std::string& name) {
   return c.compress_ratios[static_cast<size_t>(layer)];
 }
 
+}  // namespace
+
+bool read_by_target_step(const TensorSpec& t) {
+  if (t.name == "embed" || t.kind == TensorKind::kEngramTable) return false;
+  if (contains(t.name, "markov_head") || contains(t.name, "confidence_head")) return false;
+  if (t.name.rfind("mtp.", 0) == 0) {
+    return contains(t.name, "main_proj") || contains(t.name, "attn.wkv");
+  }
+  return true;
+}
+
+namespace {
+
 // Products of one row (no head), and the head's, by rate.
 struct RowProducts {
   ForwardFlops per_row, head;
@@ -38,13 +49,7 @@ struct RowProducts {
 RowProducts row_products(const ModelConfig& c) {
   RowProducts out;
   for (const TensorSpec& t : checkpoint_tensor_specs(c)) {
-    if (t.shape.size() != 2) continue;                                      // norms, sinks, biases
-    if (t.kind == TensorKind::kEngramTable || t.name == "embed") continue;  // gathers
-    if (contains(t.name, "markov_head") || contains(t.name, "confidence_head")) continue;
-    if (t.name.rfind("mtp.", 0) == 0 && !contains(t.name, "main_proj") &&
-        !contains(t.name, "attn.wkv")) {
-      continue;  // the draft head proper runs only when drafting
-    }
+    if (t.shape.size() != 2 || !read_by_target_step(t)) continue;  // norms, sinks, gathers
     double flops = 2.0 * static_cast<double>(t.shape[0]) * static_cast<double>(t.shape[1]);
     if (contains(t.name, ".experts.")) {
       flops *= static_cast<double>(c.n_activated_experts) / c.n_routed_experts;

@@ -13,9 +13,15 @@
 
 #include <cstdint>
 
+#include "model/checkpoint_layout.h"
 #include "model/config.h"
 
 namespace di::model {
+
+// Whether a step of the target model (a prefill or decode forward, no drafting) reads the tensor
+// as a whole: not the embedding or the Engram tables (a few gathered rows), not the draft head's
+// own layers except what seeding its windows runs (its main projection and each layer's KV).
+bool read_by_target_step(const TensorSpec& spec);
 
 struct ForwardFlops {
   double fp8 = 0;   // FLOPs at the FP8 tensor rate
