@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -206,9 +207,36 @@ Status bench_case(const Case& c,
     a.workspace_bytes = ws_bytes;
     sets.push_back(a);
   }
-  if (ablations_or_profile < 0) {  // profile: two plain calls, nothing timed
+  if (ablations_or_profile < 0) {  // profile: two plain calls, then two of the seesaw kernel
     for (int i = 0; i < 2; ++i)
       DI_CUDA_RETURN_IF_ERROR(backend::cuda::sparse_attention_fp8(sets[0], nullptr));
+    SparseAttentionFp8Args seesaw = sets[0];
+    seesaw.wgmma = 3;
+    for (int i = 0; i < 2; ++i) (void)backend::cuda::sparse_attention_fp8(seesaw, nullptr);
+    if (T > 300) {  // the seesaw kernel's timeline of one query (ablate bit 6)
+      DI_ASSIGN_OR_RETURN(uint64_t * tr, buf.upload(std::vector<uint64_t>(3 * 256, 0)));
+      seesaw.ablate = 64;
+      seesaw.workspace = tr;
+      (void)backend::cuda::sparse_attention_fp8(seesaw, nullptr);
+      DI_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+      std::vector<uint64_t> h(3 * 256);
+      DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(h.data(), tr, h.size() * 8, cudaMemcpyDeviceToHost));
+      std::vector<std::array<uint64_t, 4>> ev;  // time, warpgroup, event, block
+      for (int w = 0; w < 3; ++w) {
+        for (int i = 0; i < 256 && h[w * 256 + i] != 0; ++i) {
+          const uint64_t v = h[w * 256 + i];
+          ev.push_back(
+              {v & 0xffffffffffffull, static_cast<uint64_t>(w), v >> 56, (v >> 48) & 0xff});
+        }
+      }
+      std::sort(ev.begin(), ev.end());
+      for (const auto& e : ev) {
+        std::printf("trace %8llu wg%llu ev%llu b%llu\n",
+                    static_cast<unsigned long long>(e[0] - ev[0][0]),
+                    static_cast<unsigned long long>(e[1]), static_cast<unsigned long long>(e[2]),
+                    static_cast<unsigned long long>(e[3]));
+      }
+    }
     return cuda_status(cudaDeviceSynchronize(), "profile calls");
   }
   const bool ablations = ablations_or_profile > 0;
@@ -234,34 +262,35 @@ Status bench_case(const Case& c,
     std::snprintf(s, sizeof s, " / split %.4f", v);
     split += s;
   }
-  {  // the automatic choice without the wgmma kernel, and the wgmma kernel forced
+  {  // the automatic choice without the sm_90a kernels, and each of them forced
     DI_ASSIGN_OR_RETURN(double v, time_case(sets, 0, iters, 0, 0, 1));
     char s[64];
     std::snprintf(s, sizeof s, " / no-wgmma %.4f", v);
     split += s;
-    Expected<double> w = time_case(sets, 0, iters, 0, 1, 2);
-    std::snprintf(s, sizeof s, " / wgmma %s", w.has_value() ? std::to_string(*w).c_str() : "-");
-    split += s;
+    for (int kernel : {2, 3}) {
+      Expected<double> w = time_case(sets, 0, iters, 0, 1, kernel);
+      std::snprintf(s, sizeof s, " / %s %s", kernel == 2 ? "wgmma" : "seesaw",
+                    w.has_value() ? std::to_string(*w).c_str() : "-");
+      split += s;
+    }
   }
-  if (T >= 32) {  // PV tiles: row groups (1) vs all heads (2), alternating, best of 3 each
-    const int h = T * 2 <= 132 ? 32 : 64;
+  if (T >= 32) {  // the 64-head mma.sync kernel vs the seesaw kernel, alternating, best of 3
     double best[2] = {1e30, 1e30};
     for (int rep = 0; rep < 3; ++rep) {
       for (int v = 0; v < 2; ++v) {
-        DI_ASSIGN_OR_RETURN(double ms_v, time_case(sets, h, iters, 0, 1, 1, v + 1));
-        best[v] = std::min(best[v], ms_v);
+        Expected<double> ms_v = time_case(sets, 64, iters, 0, 1, v == 0 ? 1 : 3);
+        if (ms_v.has_value()) best[v] = std::min(best[v], *ms_v);
       }
     }
     char s[128];
-    std::snprintf(s, sizeof s, " / A/B %d heads: row-group PV %.4f, all-heads PV %.4f", h, best[0],
-                  best[1]);
+    std::snprintf(s, sizeof s, " / A/B 64 heads: mma.sync %.4f, seesaw %.4f", best[0], best[1]);
     split += s;
   }
   std::printf("| %s T=%lld win=%d sel=%d | %.4f | %.4f | %.4f | %.4f | %.3f | %.0f | %.0f | %s |\n",
               c.prefill ? "prefill" : "decode", static_cast<long long>(T), c.win, c.extra, ms,
               byte_ms, flop_ms, floor_ms, floor_ms / ms, bytes / (ms * 1e-3) / 1e9,
               flops / (ms * 1e-3) / 1e12, split.c_str());
-  if (ablations) {  // stages left out, auto heads per block: where the time goes
+  if (ablations) {  // stages left out, the mma.sync kernel at auto heads: where the time goes
     std::string line;
     for (int m : {1, 2, 4, 7}) {
       DI_ASSIGN_OR_RETURN(double v, time_case(sets, 0, iters, m));
@@ -272,6 +301,20 @@ Status bench_case(const Case& c,
     }
     ablation_lines.push_back(std::string(c.prefill ? "prefill" : "decode") +
                              " T=" + std::to_string(T) + ":" + line);
+    // The seesaw kernel (sm_90a only): the producer's loads, its decode, both left out.
+    line.clear();
+    for (int m : {1, 2, 3}) {
+      Expected<double> v = time_case(sets, 0, iters, m, 1, 3);
+      if (!v.has_value()) break;
+      char s[80];
+      std::snprintf(s, sizeof s, " %s%s %.4f ms;", m & 1 ? "-load" : "", m & 2 ? "-decode" : "",
+                    *v);
+      line += s;
+    }
+    if (!line.empty()) {
+      ablation_lines.push_back(std::string(c.prefill ? "prefill" : "decode") +
+                               " T=" + std::to_string(T) + ", seesaw:" + line);
+    }
   }
   return {};
 }

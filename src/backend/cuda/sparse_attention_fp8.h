@@ -27,6 +27,9 @@ inline constexpr int kAttnMaxKeys = 4096;
 // it only spreads a small batch's sequential key-block walk over more SMs. Measured on the H200
 // (docs/benchmarks.md): 2.7x faster at 1 query, 1.6x at 16, slower from 64.
 inline constexpr int64_t kAttnSplitMaxQueries = 16;
+// From this many queries a call on sm_90 runs the warp-specialised kernel
+// (sparse_attention_seesaw.cu; same bits as the others, faster from 64 queries on the H200).
+inline constexpr int64_t kAttnSeesawMinQueries = 64;
 
 struct SparseAttentionFp8Args {
   const uint16_t* q = nullptr;  // [num_queries, 64, 512] bf16 bits
@@ -59,14 +62,17 @@ struct SparseAttentionFp8Args {
   // 0: split path when num_queries <= kAttnSplitMaxQueries and the workspace suffices; 1: never;
   // 2: whenever the workspace suffices (tests and the benchmark).
   int split = 0;
-  // The sm_90a wgmma kernel (sparse_attention_wgmma.cu: 64 heads per block, decode of the next
-  // key block overlapping the tensor cores; same bits as the one-block kernel, tested). 2 runs it
-  // (cudaErrorNotSupported off sm_90; heads_per_block and split are then ignored); 0 and 1 do
-  // not: it is slower than the mma.sync kernel today (docs/benchmarks.md).
+  // The sm_90a wgmma kernels (64 heads per block; same bits as the one-block kernel, tested):
+  // 2 runs sparse_attention_wgmma.cu (decode of the next key block overlapping the tensor cores),
+  // 3 sparse_attention_seesaw.cu (two producer warpgroups gather and decode the keys, two
+  // consumer warpgroups alternate S and softmax); cudaErrorNotSupported off sm_90, heads_per_block
+  // and split are then ignored. 1 never runs them; 0 picks: the seesaw kernel on sm_90 from
+  // kAttnSeesawMinQueries queries (docs/benchmarks.md).
   int wgmma = 0;
   // Benchmark only (time a stage by leaving it out; the output is then garbage): bit 0 skips
-  // the KV loads, bit 1 the decode, bit 2 the MMAs; bit 3 leaves out the wgmma kernel's L2
-  // prefetch (same output). 0 in every real call.
+  // the KV loads, bit 1 the decode, bit 2 the MMAs (the seesaw kernel: bits 0 and 1 only); bit
+  // 3 leaves out the wgmma kernel's L2 prefetch (same output); bit 6 records the seesaw
+  // kernel's timeline of one query into `workspace`. 0 in every real call.
   int ablate = 0;
 };
 

@@ -174,15 +174,17 @@ __device__ __forceinline__ void wgmma_m64n64k16_bf16_rs(float (&d)[32],
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
 }
 
-// The m64n128k16 register-A wgmma for 16-bit operand type TYPE ("bf16" or "f16").
-#define DI_WGMMA_M64N128K16_RS(TYPE)                                                               \
+// The m64n128k16 register-A wgmma for 16-bit operand type TYPE ("bf16" or "f16"); TNSP: B's
+// imm-trans-b ("0": K-major, "1": MN-major).
+#define DI_WGMMA_M64N128K16_RS(TYPE, TNSP)                                                         \
   asm volatile(                                                                                    \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                 \
       "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE                                 \
       " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "    \
       "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, " \
       "%37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, " \
-      "%55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"  \
+      "%55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, " TNSP    \
+      ";\n}\n"                                                                                     \
       : DI_WGMMA_D64                                                                               \
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d))
 
@@ -190,7 +192,16 @@ __device__ __forceinline__ void wgmma_m64n128k16_bf16_rs(float (&d)[64],
                                                          const uint32_t (&a)[4],
                                                          uint64_t b,
                                                          int scale_d) {
-  DI_WGMMA_M64N128K16_RS("bf16");
+  DI_WGMMA_M64N128K16_RS("bf16", "0");
+}
+
+// The bf16 one with B MN-major (N contiguous; desc with the leading byte offset between 64-wide
+// N blocks): the PV step of sparse_attention_seesaw.cu.
+__device__ __forceinline__ void wgmma_m64n128k16_bf16_rs_tn(float (&d)[64],
+                                                            const uint32_t (&a)[4],
+                                                            uint64_t b,
+                                                            int scale_d) {
+  DI_WGMMA_M64N128K16_RS("bf16", "1");
 }
 
 // The same with f16 operands (the routed experts' wgmma kernel, moe_wgmma_pipe.cuh).
@@ -198,7 +209,7 @@ __device__ __forceinline__ void wgmma_m64n128k16_f16_rs(float (&d)[64],
                                                         const uint32_t (&a)[4],
                                                         uint64_t b,
                                                         int scale_d) {
-  DI_WGMMA_M64N128K16_RS("f16");
+  DI_WGMMA_M64N128K16_RS("f16", "0");
 }
 
 // D[64 x 32] (+)= A[64 x 16] . B[32 x 16]^T in fp32 from bf16, both K-major shared tiles
@@ -212,6 +223,21 @@ __device__ __forceinline__ void wgmma_m64n32k16_bf16_ss(float (&d)[16],
       "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, "
       "%9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
       : DI_WGMMA_D16
+      : "l"(a), "l"(b), "r"(scale_d));
+}
+
+// D[64 x 64] (+)= A[64 x 16] . B[64 x 16]^T in fp32 from bf16, both K-major shared tiles
+// (desc_sw128); D's layout as above (the S step of sparse_attention_seesaw.cu: 64 heads x 64 keys).
+__device__ __forceinline__ void wgmma_m64n64k16_bf16_ss(float (&d)[32],
+                                                        uint64_t a,
+                                                        uint64_t b,
+                                                        int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, "
+      "%9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, "
+      "%27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+      : DI_WGMMA_D32
       : "l"(a), "l"(b), "r"(scale_d));
 }
 

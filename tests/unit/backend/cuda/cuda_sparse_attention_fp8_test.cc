@@ -46,15 +46,24 @@ class SparseAttentionFp8Test : public ::testing::Test {
     EXPECT_EQ(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
     return h;
   }
-  // Runs args with the wgmma kernel forced; true when the device lacks it or its output bits
-  // equal `expect` (args.out is overwritten).
+  // Runs args with each sm_90a kernel forced (2: two warpgroups, 3: the warp-specialised seesaw
+  // kernel); true when the device lacks them or the output bits of both equal `expect` (args.out
+  // is overwritten; poisoned before each run).
   bool wgmma_bits(SparseAttentionFp8Args args, const std::vector<uint16_t>& expect) {
-    args.wgmma = 2;
-    args.split = 1;
-    const cudaError_t e = sparse_attention_fp8(args, nullptr);
-    if (e == cudaErrorNotSupported) return true;
-    EXPECT_EQ(e, cudaSuccess);
-    return download(args.out, expect.size()) == expect;
+    bool same = true;
+    for (int kernel : {2, 3}) {
+      args.wgmma = kernel;
+      args.split = 1;
+      EXPECT_EQ(cudaMemset(args.out, 0xff, expect.size() * 2), cudaSuccess);
+      const cudaError_t e = sparse_attention_fp8(args, nullptr);
+      if (e == cudaErrorNotSupported) return true;
+      EXPECT_EQ(e, cudaSuccess) << "kernel " << kernel;
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "kernel " << kernel;
+      const bool eq = download(args.out, expect.size()) == expect;
+      if (!eq) ADD_FAILURE() << "sm_90a kernel " << kernel << " differs";
+      same = same && eq;
+    }
+    return same;
   }
   // Runs args on the one-block kernel with the given PV tiles (1: row groups, 2: all heads) and
   // heads per block; true when its output bits equal `expect` (args.out is overwritten).
@@ -354,6 +363,41 @@ TEST_F(SparseAttentionFp8Test, OutputBitsDoNotDependOnBatchOrHeadSplit) {
   }
 }
 
+// From kAttnSeesawMinQueries queries the automatic path runs another kernel on sm_90 (the
+// warp-specialised one): a query's bits must still not depend on the batch it came in. The batch
+// of 70 (automatic path) against each query alone (the split path) and against the one-block
+// mma.sync kernel over the whole batch.
+TEST_F(SparseAttentionFp8Test, AutomaticPathAtManyQueriesMatchesQueriesAlone) {
+  const Problem p = make_problem(70, 128, 512, 123);
+  ASSERT_GE(p.T, kAttnSeesawMinQueries);
+  DeviceProblem dp = upload_problem(this, p, 17);
+  const size_t n = static_cast<size_t>(p.T * H * D);
+  ASSERT_EQ(cudaMemset(dp.args.out, 0xff, n * 2), cudaSuccess);
+  ASSERT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaSuccess);
+  const auto batch = download(dp.args.out, n);
+  SparseAttentionFp8Args mma = dp.args;
+  mma.wgmma = 1;
+  mma.out = upload(std::vector<uint16_t>(n, 0x7fc1));
+  ASSERT_EQ(sparse_attention_fp8(mma, nullptr), cudaSuccess);
+  EXPECT_TRUE(download(mma.out, n) == batch) << "mma.sync kernel over the batch";
+  const size_t ws_bytes = sparse_attention_fp8_workspace_bytes(1, p.win + p.extra);
+  void* ws = upload(std::vector<uint8_t>(ws_bytes, 0));
+  for (int64_t t : {0, 31, 69}) {
+    SparseAttentionFp8Args one = dp.args;
+    one.num_queries = 1;
+    one.q = dp.args.q + t * H * D;
+    one.indices = dp.args.indices + t * p.win;
+    one.extra_indices = dp.args.extra_indices + t * p.extra;
+    one.out = upload(std::vector<uint16_t>(static_cast<size_t>(H * D), 0));
+    one.workspace = ws;
+    one.workspace_bytes = ws_bytes;
+    ASSERT_EQ(sparse_attention_fp8(one, nullptr), cudaSuccess);
+    const auto alone = download(one.out, static_cast<size_t>(H * D));
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), batch.begin() + t * H * D))
+        << "query " << t << " alone (split path)";
+  }
+}
+
 // The shapes of the bitwise kernel comparisons: mixed FP8/FP4 key blocks, partial and empty
 // blocks, empty slots, no keys, many blocks and several batch sizes.
 struct BitwiseCase {
@@ -382,9 +426,9 @@ DeviceProblem upload_bitwise_case(SparseAttentionFp8Test* t,
   return dp;
 }
 
-// The wgmma kernel against the mma.sync kernel (64 heads per block), bitwise, over shapes that
-// cover mixed FP8/FP4 key blocks, partial and empty blocks, empty slots, no keys, many blocks,
-// fresh rows, and several batch sizes.
+// The sm_90a kernels (two warpgroups; the warp-specialised seesaw kernel) against the mma.sync
+// kernel (64 heads per block), bitwise, over shapes that cover mixed FP8/FP4 key blocks, partial
+// and empty blocks, empty slots, no keys, many blocks, fresh rows, and several batch sizes.
 TEST_F(SparseAttentionFp8Test, WgmmaKernelMatchesMmaSyncBitwise) {
   int cases = 0;
   for (const BitwiseCase c : kBitwiseCases) {

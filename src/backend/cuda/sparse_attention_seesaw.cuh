@@ -1,0 +1,99 @@
+// Internal to sparse_attention_seesaw.cu: the shared-memory layout, the descriptors and the
+// synchronisation of the warp-specialised sparse attention kernel, and its producer warpgroups
+// (sparse_attention_seesaw_producer.cuh). Device code is compiled for sm_90a only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cuda/mbarrier.cuh"
+#include "backend/cuda/sparse_attention_fp8.h"
+#include "backend/cuda/sparse_attention_steps.cuh"
+#include "backend/cuda/wgmma_ptx.cuh"
+
+namespace di::backend::cuda::seesaw {
+
+inline constexpr int kThreads = 512;  // consumers 0..255, producers 256..511
+inline constexpr int kProducerWarps = 8;
+inline constexpr int kRowsPerWarp = 64 / kProducerWarps;
+inline constexpr int kTile = 64 * kKvDim * 2;  // 64 rows x 512 bf16
+inline constexpr int kPTile = 64 * 64 * 2;     // 64 heads x 64 keys bf16
+
+// Each producer warp's ring of stored rows: kRing FP8 rows (or as many FP4 rows as fit).
+inline constexpr int kRing = 4;
+inline constexpr int kRingBytes = kRing * kKvFp8RowBytes;
+// Shared memory from a 1024-byte aligned base: Q, two key tiles, two P tiles, per-block stats
+// [2][3][64] (max, denominator, rescale per head), the producer warps' rings of stored rows
+// [8][kRingBytes], their valid-key masks [2][8] (8 keys per warp), the mbarriers.
+struct SLayout {
+  static constexpr int kQ = 0;
+  static constexpr int kK = kQ + kTile;
+  static constexpr int kP = kK + 2 * kTile;
+  static constexpr int kStats = kP + 2 * kPTile;
+  static constexpr int kRaw = kStats + 2 * 3 * 64 * 4;
+  static constexpr int kValid = kRaw + kProducerWarps * kRingBytes;
+  static constexpr int kBars = kValid + 2 * 8;
+  static constexpr int kEnd = kBars + 9 * 8;
+  // The base is 1024-byte aligned by its declaration (the swizzle atoms), so no padding: the
+  // rings need that kilobyte.
+  static constexpr size_t kBytes = kEnd;
+};
+static_assert(SLayout::kBytes <= 232448, "one block per SM");
+
+#if DI_WGMMA_ENABLED
+
+// Byte offset of 16-byte chunk c (0..63) of row r in a [64][512] bf16 tile stored as 8 sub-tiles
+// [64][64] with the 128-byte swizzle (K-major for S, MN-major for PV).
+__device__ __forceinline__ uint32_t sw128(int r, int c) {
+  return static_cast<uint32_t>((c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
+}
+
+// K-major descriptor (S step): 8-row groups 1024 bytes apart, 128-byte swizzle.
+__device__ __forceinline__ uint64_t desc_k(uint32_t addr) {
+  return (uint64_t{0x40000040} << 32) | ((addr & 0x3FFFF) >> 4) | (1u << 16);
+}
+// MN-major descriptor (PV step, B = values [keys][dims], dims contiguous): 64-dim sub-tiles 8192
+// bytes apart (leading byte offset), 8-key groups 1024 bytes apart (stride byte offset).
+__device__ __forceinline__ uint64_t desc_mn(uint32_t addr) {
+  return (uint64_t{0x40000040} << 32) | ((addr & 0x3FFFF) >> 4) | ((8192u >> 4) << 16);
+}
+
+// Benchmark only (args.ablate bit 6): thread 0 of each warpgroup of block kTraceBlock records
+// (event, key block, clock64) into args.workspace [3][256] (a timeline of one query).
+inline constexpr int kTraceBlock = 300;
+struct Trace {
+  uint64_t* buf = nullptr;
+  int n = 0;
+  __device__ Trace(const SparseAttentionFp8Args& a, int wg) {
+    if ((a.ablate & 64) && blockIdx.x == kTraceBlock && threadIdx.x == 128 * wg) {
+      buf = static_cast<uint64_t*>(a.workspace) + wg * 256;
+    }
+  }
+  __device__ void mark(int ev, int b) {
+    if (buf != nullptr && n < 256) {
+      buf[n++] = (static_cast<uint64_t>(ev) << 56) | (static_cast<uint64_t>(b & 0xff) << 48) |
+                 (clock64() & 0xffffffffffffull);
+    }
+  }
+};
+
+struct Bars {
+  uint32_t base;
+  __device__ uint32_t full(int s) const { return base + 8 * s; }
+  __device__ uint32_t empty(int s) const { return base + 16 + 8 * s; }
+  __device__ uint32_t pfull(int s) const { return base + 32 + 8 * s; }
+  __device__ uint32_t pempty(int s) const { return base + 48 + 8 * s; }
+  __device__ uint32_t q() const { return base + 64; }
+};
+
+// Key j of query t: its stored row index (-1 when empty or past the end).
+__device__ __forceinline__ int32_t key_index(const SparseAttentionFp8Args& a, int64_t t, int j) {
+  const int num_win = a.num_indices, num_keys = a.num_indices + a.num_extra;
+  if (j >= num_keys) return -1;
+  return j < num_win ? __ldg(a.indices + t * num_win + j)
+                     : __ldg(a.extra_indices + t * a.num_extra + (j - num_win));
+}
+
+#endif  // DI_WGMMA_ENABLED
+
+}  // namespace di::backend::cuda::seesaw
