@@ -47,7 +47,7 @@ __device__ __forceinline__ void produce(const SparseAttentionFp8Args& a,
   // A block's storage format: 1 all FP8 rows, 2 all FP4 rows, 0 mixed (the window ends in it).
   auto format = [&](int b) { return b * 64 + 64 <= num_win ? 1 : b * 64 >= num_win ? 2 : 0; };
   // Copies row i of the warp's rows in block b (index row) into ring slot `slot` (slots of
-  // `stride` bytes); the caller commits the step's group.
+  // `stride` bytes); the caller commits the row's group.
   auto copy_row = [&](int b, int i, int32_t row, int slot, int stride) {
     if (row >= 0 && b < num_blocks && do_load) {
       uint8_t* dst = ring + slot * stride + lane * 16;
