@@ -145,15 +145,12 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
       wg::wgmma_m64n64k16_bf16_ss(sacc, desc_k(q_addr + off), desc_k(tile_addr + off), 1);
     }
     wg::wgmma_commit();
-    // The previous block's (max, denominator), from its owner (the other consumer).
+    // The previous block's (max, denominator), from its owner (the other consumer; published
+    // before its pfull, which pv_from_smem(b - 1) above waited for).
     Rows prev;
     prev.m[0] = prev.m[1] = -1e30f;  // the CPU's finite floor
     prev.l[0] = prev.l[1] = 0.0f;
-    if (b >= 1) {
-      const int q = (b - 1) & 1;
-      mbar::wait(bars.pfull(q), ((b - 1) >> 1) & 1);
-      read_stats(stats + q * 3 * 64, row0, prev);
-    }
+    if (b >= 1) read_stats(stats + ((b - 1) & 1) * 3 * 64, row0, prev);
     tr.mark(13, b);
     const uint64_t valid = *reinterpret_cast<const uint64_t*>(valid8 + s * 8);
     wg::wgmma_wait<0>();

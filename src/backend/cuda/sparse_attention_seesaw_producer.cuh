@@ -52,11 +52,7 @@ __device__ __forceinline__ void produce(const SparseAttentionFp8Args& a,
     if (row >= 0 && b < num_blocks && do_load) {
       uint8_t* dst = ring + slot * stride + lane * 16;
       if (b * 64 + kRowsPerWarp * pw + i < num_win) {
-        const uint8_t* src =
-            (row < a.fresh_from
-                 ? a.kv + static_cast<int64_t>(row) * kKvFp8RowBytes
-                 : a.fresh_kv + static_cast<int64_t>(row - a.fresh_from) * kKvFp8RowBytes) +
-            lane * 16;
+        const uint8_t* src = attn::fp8_row(a, row) + lane * 16;
         cp_async16(dst, src, 16);
         if (lane == 0) cp_async16(dst + 512, src + 512, 16);
       } else if (lane < kKvFp4RowBytes / 16) {

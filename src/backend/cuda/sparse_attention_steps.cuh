@@ -56,6 +56,14 @@ __device__ __forceinline__ void stage_indices(int32_t* idx,
   }
 }
 
+// The stored FP8 row of window index `row` (>= 0): the pool's, or the call's fresh rows from
+// fresh_from on (the model's current chunk, not in the pool yet).
+__device__ __forceinline__ const uint8_t* fp8_row(const SparseAttentionFp8Args& a, int32_t row) {
+  return row < a.fresh_from
+             ? a.kv + static_cast<int64_t>(row) * kKvFp8RowBytes
+             : a.fresh_kv + static_cast<int64_t>(row - a.fresh_from) * kKvFp8RowBytes;
+}
+
 // Issues the cp.async copies of one key block's stored rows into `raw`. bidx: the block's 64
 // indices; j0: the block's first key (keys >= num_win are FP4 rows).
 __device__ __forceinline__ void load_block(uint8_t* raw,
@@ -75,11 +83,7 @@ __device__ __forceinline__ void load_block(uint8_t* raw,
     if (row < 0) continue;
     uint8_t* dst = raw + k * kKvFp8RowBytes + lane * 16;
     if (j < num_win) {
-      const uint8_t* src =
-          (row < a.fresh_from
-               ? a.kv + static_cast<int64_t>(row) * kKvFp8RowBytes
-               : a.fresh_kv + static_cast<int64_t>(row - a.fresh_from) * kKvFp8RowBytes) +
-          lane * 16;
+      const uint8_t* src = fp8_row(a, row) + lane * 16;
       cp_async16(dst, src, 16);
       if (lane == 0) cp_async16(dst + 512, src + 512, 16);
     } else if (lane < kKvFp4RowBytes / 16) {

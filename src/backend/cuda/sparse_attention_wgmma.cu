@@ -80,9 +80,7 @@ __device__ __forceinline__ const uint8_t* row_ptr(
     int j, int32_t row, int num_win, const SparseAttentionFp8Args& a, bool& fp8) {
   fp8 = F == 1 || (F == 0 && j < num_win);
   if (!fp8) return a.extra_kv + static_cast<int64_t>(row) * kKvFp4RowBytes;
-  return row < a.fresh_from
-             ? a.kv + static_cast<int64_t>(row) * kKvFp8RowBytes
-             : a.fresh_kv + static_cast<int64_t>(row - a.fresh_from) * kKvFp8RowBytes;
+  return attn::fp8_row(a, row);
 }
 
 template <int F>
