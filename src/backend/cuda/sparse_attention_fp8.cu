@@ -213,15 +213,16 @@ cudaError_t sparse_attention_fp8(const SparseAttentionFp8Args& a, cudaStream_t s
   // on the H200 (docs/benchmarks.md, "sparse attention on wgmma").
   if (a.wgmma == 2 || a.wgmma == 3) {
     if (!sparse_attention_wgmma_supported(major)) return cudaErrorNotSupported;
-    return a.wgmma == 2 ? sparse_attention_wgmma(a, stream) : sparse_attention_seesaw(a, stream);
+    return a.wgmma == 2 ? sparse_attention_wgmma(a, stream)
+                        : sparse_attention_seesaw(a, sms, stream);
   }
   // From kAttnSeesawMinQueries queries on sm_90 the warp-specialised kernel (same bits; measured
-  // on the H200, docs/benchmarks.md session 16: 0.93x at 64 queries, 0.72x at 256 and 0.68x at a
+  // on the H200, docs/benchmarks.md session 17: 0.93x at 64 queries, 0.67x at 256 and 0.61x at a
   // 4K prefill against the mma.sync kernel's best heads per block). Calls that force a path
   // (heads per block, the split path) or time stages keep the mma.sync kernels.
   if (a.wgmma == 0 && a.ablate == 0 && a.heads_per_block == 0 && a.split != 2 &&
       a.num_queries >= kAttnSeesawMinQueries && sparse_attention_wgmma_supported(major)) {
-    return sparse_attention_seesaw(a, stream);
+    return sparse_attention_seesaw(a, sms, stream);
   }
   if (keys > 0 && a.split != 1 && a.workspace && a.ablate == 0 &&
       a.workspace_bytes >= sparse_attention_fp8_workspace_bytes(a.num_queries, keys) &&

@@ -109,4 +109,15 @@ cudaError_t decode_kv_rows(const uint8_t* pool,
                            uint16_t* out,
                            cudaStream_t stream);
 
+// Test hook: the sparse attention epilogue's division (attn::ExactDivider) of x[i] by den[i]
+// into fast[i] (__fdiv_rn where its range check fails, in_range[i] = 0), and __fdiv_rn into
+// ieee[i].
+cudaError_t exact_divide_check(const float* x,
+                               const float* den,
+                               int64_t n,
+                               float* fast,
+                               float* ieee,
+                               uint8_t* in_range,
+                               cudaStream_t stream);
+
 }  // namespace di::backend::cuda

@@ -2,11 +2,14 @@
 // one-block kernel's arithmetic (sparse_attention_fp8.cu at 64 heads per block) with the gather
 // and decode of the keys, the softmax and the tensor cores of two warpgroups overlapping.
 //
-// One block of four warpgroups per query:
-//  - two producer warpgroups (sparse_attention_seesaw_producer.cuh) copy Q into shared memory,
-//    then gather each 64-key block's stored rows with cp.async and decode them into one of two
-//    bf16 key tiles; mbarriers full / empty hand the tiles over;
-//  - consumer c (warpgroups 0 and 1) owns the key blocks b with b % 2 == c: S = Q K^T as 32
+// One block of four warpgroups per SM, over queries blockIdx.x, + gridDim.x, ... (persistent:
+// the next query's first key blocks are gathered during this one's last PV steps and epilogue):
+//  - two producer warpgroups (sparse_attention_seesaw_producer.cuh) gather each 64-key block's
+//    stored rows with cp.async and decode them into one of two bf16 key tiles; mbarriers
+//    full / empty hand the tiles over; Q comes in by TMA (mbarrier q);
+//  - consumer c (warpgroups 0 and 1) owns the key blocks with c == b % 2 (b numbered across the
+//    block's queries, so the owner of a query's first block alternates when a query has an odd
+//    number of them): S = Q K^T as 32
 //    chained wgmma.m64n64k16 (64 heads x 64 keys, the dims in order from zero), then the
 //    softmax step for all 64 keys in registers (row maxima and sums across the four lanes of a
 //    quad: no block barrier), P = bf16(p) to shared memory for the other consumer and the
@@ -16,18 +19,24 @@
 //    the value tile MN-major: N = dims contiguous). A consumer's round for its block b starts
 //    with the PV step of block b - 1 (the other consumer's), so that tile is released as soon as
 //    its P is out; then S, softmax and PV of b. While one consumer's softmax runs, the other
-//    one's MMAs use the tensor cores ("seesaw").
+//    one's MMAs use the tensor cores ("seesaw");
+//  - the epilogue divides by the denominators (attn::ExactDivider: __fdiv_rn's bits without its
+//    per-division branch), stages O in Q's tile by stmatrix and writes it out by TMA, then loads
+//    the next query's Q.
 // The arithmetic per head is the one-block kernel's: each logit one chain of 32 k16 steps over
 // the dims from zero, the block's maxima (order-free), p = 2^(s - max), the eight 8-key group sums
 // by the same pairs and shuffles and then the same fixed tree, l = l * rescale + sum, the value
 // products one chain of 4 k16 steps per block in key order after the same rescale multiply, the
 // same final division. So the output bits equal the mma.sync kernel's whenever a wgmma k16 step
 // rounds as an mma.sync k16 step does (tested: cuda_sparse_attention_fp8_test.cc). Measured on
-// the H200 and what was tried: docs/notes/cuda-kernels.md, session 16.
+// the H200 and what was tried: docs/notes/cuda-kernels.md, sessions 16 and 17.
+#include <algorithm>
+
 #include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/sparse_attention_seesaw.cuh"
 #include "backend/cuda/sparse_attention_seesaw_producer.cuh"
 #include "backend/cuda/sparse_attention_wgmma.h"
+#include "backend/cuda/tensor_map.h"
 
 namespace di::backend::cuda {
 namespace seesaw {
@@ -76,7 +85,12 @@ __device__ __forceinline__ void pv_issue(float (&o)[128],
   wg::wgmma_commit();
 }
 
+// The consumers (threads 0..255) over the block's queries t = blockIdx.x, + gridDim.x, ...
+// Key blocks are numbered across the queries (gb = query ordinal * num_blocks + b): tile,
+// P tile and stats tile gb % 2, owner consumer gb % 2, mbarrier phase (gb / 2) % 2.
 __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
+                                        const void* q_map,
+                                        const void* out_map,
                                         uint8_t* smem,
                                         const Bars& bars,
                                         int num_blocks) {
@@ -89,174 +103,221 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
   float* stats = reinterpret_cast<float*>(smem + SLayout::kStats);
   const uint8_t* valid8 = smem + SLayout::kValid;
   const float scale = __fmul_rn(__fmul_rn(a.softmax_scale, kKeyUnshift), attn::kLog2e);
-
-  float o[128];
-#pragma unroll
-  for (int i = 0; i < 128; ++i) o[i] = 0.0f;
-  Rows run;  // the last softmax step's (max, denominator): the final one at the end
-  run.m[0] = run.m[1] = -1e30f;
-  run.l[0] = run.l[1] = 0.0f;
   Trace tr(a, c);
-  if (c < num_blocks) mbar::wait(bars.q(), 0);
-  tr.mark(10, 0);
-
-  // PV of block x by this consumer with P from the other consumer's tile (after its pfull).
-  auto pv_from_smem = [&](int x) {
-    const int sx = x & 1;
-    mbar::wait(bars.full(sx), (x >> 1) & 1);
-    mbar::wait(bars.pfull(sx), (x >> 1) & 1);
-    tr.mark(17, x);
-    const float* st = stats + sx * 3 * 64;
-    const float resc[2] = {st[128 + row0], st[128 + row0 + 8]};
-    const uint32_t ps_a = smem_addr(p_base + sx * kPTile);
-    uint32_t pa[4][4];
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      ldsm_x4(pa[kk], ps_a + swz(16 * warp + (lane & 15), 2 * kk + (lane >> 4), 8));
+  // Q of query t (64 heads x 512 bf16: 8 TMA boxes of 64 dims, 128-byte swizzled, K-major).
+  auto load_q = [&](int64_t t) {
+    mbar::arrive_expect_tx(bars.q(), kTile);
+    for (int c8 = 0; c8 < 8; ++c8) {
+      wg::tma_load_2d(q_addr + c8 * 8192, q_map, 64 * c8, static_cast<int>(t * 64), bars.q());
     }
-    pv_issue(o, pa, resc, k_addr + sx * kTile, c);
-    wg::wgmma_wait<0>();
-    wg::fence_regs(o);
-    tr.mark(18, x);
-    mbar::arrive(bars.pempty(sx));
-    mbar::arrive(bars.empty(sx));
   };
+  if (threadIdx.x == 0 && num_blocks > 0) load_q(blockIdx.x);
+  int qi = 0;
+  for (int64_t t = blockIdx.x; t < a.num_queries; t += gridDim.x, ++qi) {
+    const int gb0 = qi * num_blocks;  // this query's first key block in the block's numbering
+    float o[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+    Rows run;  // the last softmax step's (max, denominator): the final one at the end
+    run.m[0] = run.m[1] = -1e30f;
+    run.l[0] = run.l[1] = 0.0f;
+    if (num_blocks > 0) mbar::wait(bars.q(), qi & 1);
+    tr.mark(10, gb0);
 
-  // Round b (b % 2 == c): the PV step of block b - 1 (the other consumer's: its key tile is
-  // released as soon as its P is out, so that the producer can refill it), then the S, softmax
-  // and PV steps of block b (measured against other orders on the H200: docs/notes/
-  // cuda-kernels.md, session 16).
-  for (int b = c; b - 1 < num_blocks; b += 2) {
-    if (b >= 1) pv_from_smem(b - 1);
-    if (b >= num_blocks) break;
-    const int s = b & 1;  // == c
-    const uint32_t tile_addr = k_addr + s * kTile;
-    mbar::wait(bars.full(s), (b >> 1) & 1);
-    tr.mark(11, b);
-    // 1. S = Q K^T: 64 heads x 64 keys, 32 k16 steps over the dims from zero.
-    float sacc[32];
+    // PV of block x by this consumer with P from the other consumer's tile (after its pfull);
+    // returns the owner's (max, denominator) of x, read before this consumer releases the tile.
+    auto pv_from_smem = [&](int x) {
+      const int gx = gb0 + x, sx = gx & 1;
+      mbar::wait(bars.full(sx), (gx >> 1) & 1);
+      mbar::wait(bars.pfull(sx), (gx >> 1) & 1);
+      tr.mark(17, gx);
+      const float* st = stats + sx * 3 * 64;
+      const float resc[2] = {st[128 + row0], st[128 + row0 + 8]};
+      Rows owner;
+      read_stats(st, row0, owner);
+      const uint32_t ps_a = smem_addr(p_base + sx * kPTile);
+      uint32_t pa[4][4];
 #pragma unroll
-    for (int i = 0; i < 32; ++i) sacc[i] = 0.0f;
-    wg::fence_regs(sacc);
-    wg::wgmma_fence();
+      for (int kk = 0; kk < 4; ++kk) {
+        ldsm_x4(pa[kk], ps_a + swz(16 * warp + (lane & 15), 2 * kk + (lane >> 4), 8));
+      }
+      pv_issue(o, pa, resc, k_addr + sx * kTile, c);
+      wg::wgmma_wait<0>();
+      wg::fence_regs(o);
+      tr.mark(18, gx);
+      mbar::arrive(bars.pempty(sx));
+      mbar::arrive(bars.empty(sx));
+      return owner;
+    };
+
+    // Round b (this consumer's blocks): the PV step of block b - 1 (the other consumer's: its
+    // key tile is released as soon as its P is out, so that the producer can refill it), then
+    // the S, softmax and PV steps of block b (measured against other orders on the H200:
+    // docs/notes/cuda-kernels.md, session 16).
+    for (int b = (c ^ gb0) & 1; b - 1 < num_blocks; b += 2) {
+      // The previous block's (max, denominator), from its owner (the other consumer).
+      Rows prev;
+      prev.m[0] = prev.m[1] = -1e30f;  // the CPU's finite floor
+      prev.l[0] = prev.l[1] = 0.0f;
+      if (b >= 1) prev = pv_from_smem(b - 1);
+      if (b >= num_blocks) {
+        run = prev;  // the last block was the other consumer's
+        break;
+      }
+      const int gb = gb0 + b, s = gb & 1;  // s == c
+      const uint32_t tile_addr = k_addr + s * kTile;
+      mbar::wait(bars.full(s), (gb >> 1) & 1);
+      tr.mark(11, gb);
+      // 1. S = Q K^T: 64 heads x 64 keys, 32 k16 steps over the dims from zero.
+      float sacc[32];
 #pragma unroll
-    for (int kk = 0; kk < kKvDim / 16; ++kk) {
-      const uint32_t off = (kk >> 2) * 8192 + (kk & 3) * 32;
-      wg::wgmma_m64n64k16_bf16_ss(sacc, desc_k(q_addr + off), desc_k(tile_addr + off), 1);
+      for (int i = 0; i < 32; ++i) sacc[i] = 0.0f;
+      wg::fence_regs(sacc);
+      wg::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kKvDim / 16; ++kk) {
+        const uint32_t off = (kk >> 2) * 8192 + (kk & 3) * 32;
+        wg::wgmma_m64n64k16_bf16_ss(sacc, desc_k(q_addr + off), desc_k(tile_addr + off), 1);
+      }
+      wg::wgmma_commit();
+      tr.mark(13, gb);
+      const uint64_t valid = *reinterpret_cast<const uint64_t*>(valid8 + s * 8);
+      wg::wgmma_wait<0>();
+      wg::fence_regs(sacc);
+      tr.mark(12, gb);
+      // 2. Scale and mask (attn::block_scores), block maxima across the quad.
+      const uint64_t vbits = valid >> (2 * tq);
+      float bmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        const int n = i >> 2, e = i & 3;
+        sacc[i] = (vbits >> (8 * n + (e & 1))) & 1 ? __fmul_rn(sacc[i], scale) : -INFINITY;
+        bmax[e >> 1] = fmaxf(bmax[e >> 1], sacc[i]);
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 1));
+        bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 2));
+      }
+      // 3. The softmax step (attn::block_softmax's operations in its order).
+      float m_new[2], resc[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        m_new[r] = fmaxf(prev.m[r], bmax[r]);
+        resc[r] = exp2_approx(__fsub_rn(prev.m[r], m_new[r]));
+      }
+      float gsum[2][8];
+      uint32_t pa[4][4];
+#pragma unroll
+      for (int n = 0; n < 8; ++n) {
+        float p[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) p[e] = exp2_approx(__fsub_rn(sacc[4 * n + e], m_new[e >> 1]));
+        float g0 = __fadd_rn(p[0], p[1]), g1 = __fadd_rn(p[2], p[3]);
+        g0 = __fadd_rn(g0, __shfl_xor_sync(0xffffffffu, g0, 1));
+        g1 = __fadd_rn(g1, __shfl_xor_sync(0xffffffffu, g1, 1));
+        g0 = __fadd_rn(g0, __shfl_xor_sync(0xffffffffu, g0, 2));
+        g1 = __fadd_rn(g1, __shfl_xor_sync(0xffffffffu, g1, 2));
+        gsum[0][n] = g0;
+        gsum[1][n] = g1;
+        // A fragments of k16 step n / 2: (row g, keys 2tq..) (row g + 8, ..), then keys + 8.
+        pa[n >> 1][(n & 1) * 2] = pack_bf16(p[0], p[1]);
+        pa[n >> 1][(n & 1) * 2 + 1] = pack_bf16(p[2], p[3]);
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float* gs = gsum[r];
+        const float bsum = __fadd_rn(__fadd_rn(__fadd_rn(gs[0], gs[1]), __fadd_rn(gs[2], gs[3])),
+                                     __fadd_rn(__fadd_rn(gs[4], gs[5]), __fadd_rn(gs[6], gs[7])));
+        run.m[r] = m_new[r];
+        run.l[r] = __fadd_rn(__fmul_rn(prev.l[r], resc[r]), bsum);
+      }
+      // 4. Publish P and the stats for the other consumer (once it is done with block gb - 2's).
+      tr.mark(14, gb);
+      if (gb >= 2) mbar::wait(bars.pempty(s), ((gb >> 1) - 1) & 1);
+      tr.mark(15, gb);
+      uint8_t* ps = p_base + s * kPTile;
+#pragma unroll
+      for (int n = 0; n < 8; ++n) {
+        const int col = 8 * n + 2 * tq;
+        *reinterpret_cast<uint32_t*>(ps + swz(row0, col / 8, 8) + (col % 8) * 2) =
+            pa[n >> 1][(n & 1) * 2];
+        *reinterpret_cast<uint32_t*>(ps + swz(row0 + 8, col / 8, 8) + (col % 8) * 2) =
+            pa[n >> 1][(n & 1) * 2 + 1];
+      }
+      float* st = stats + s * 3 * 64;
+      if (tq == 0) {
+        st[row0] = run.m[0];
+        st[row0 + 8] = run.m[1];
+        st[64 + row0] = run.l[0];
+        st[64 + row0 + 8] = run.l[1];
+        st[128 + row0] = resc[0];
+        st[128 + row0 + 8] = resc[1];
+      }
+      wg::fence_proxy_async();
+      mbar::arrive(bars.pfull(s));
+      tr.mark(16, gb);
+      // 5. The PV step of block b, P from registers.
+      pv_issue(o, pa, resc, tile_addr, c);
+      wg::wgmma_wait<0>();
+      wg::fence_regs(o);
+      tr.mark(18, gb);
+      mbar::arrive(bars.empty(s));
     }
-    wg::wgmma_commit();
-    // The previous block's (max, denominator), from its owner (the other consumer; published
-    // before its pfull, which pv_from_smem(b - 1) above waited for).
-    Rows prev;
-    prev.m[0] = prev.m[1] = -1e30f;  // the CPU's finite floor
-    prev.l[0] = prev.l[1] = 0.0f;
-    if (b >= 1) read_stats(stats + ((b - 1) & 1) * 3 * 64, row0, prev);
-    tr.mark(13, b);
-    const uint64_t valid = *reinterpret_cast<const uint64_t*>(valid8 + s * 8);
-    wg::wgmma_wait<0>();
-    wg::fence_regs(sacc);
-    tr.mark(12, b);
-    // 2. Scale and mask (attn::block_scores), block maxima across the quad.
-    const uint64_t vbits = valid >> (2 * tq);
-    float bmax[2] = {-INFINITY, -INFINITY};
+
+    // out = bf16(acc * 2^32 / (l + 2^(sink - max))), this consumer's 256 dims of rows g, g + 8
+    // (attn::final_pair's operations; the divisions as attn::ExactDivider where it applies).
+    tr.mark(19, gb0);
+    float den[2];
+    attn::final_denominators(den, run.l, run.m, a.sink, row0, row0 + 8);
+    attn::ExactDivider div[2] = {attn::ExactDivider(den[0]), attn::ExactDivider(den[1])};
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      const int n = i >> 2, e = i & 3;
-      sacc[i] = (vbits >> (8 * n + (e & 1))) & 1 ? __fmul_rn(sacc[i], scale) : -INFINITY;
-      bmax[e >> 1] = fmaxf(bmax[e >> 1], sacc[i]);
+    for (int i = 0; i < 128; ++i) {
+      o[i] = __fmul_rn(o[i], kKeyUnshift);
+      div[(i >> 1) & 1].note(o[i]);
     }
+    if (div[0].in_range() && div[1].in_range()) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 1));
-      bmax[r] = fmaxf(bmax[r], __shfl_xor_sync(0xffffffffu, bmax[r], 2));
+      for (int i = 0; i < 128; ++i) o[i] = div[(i >> 1) & 1](o[i]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 128; ++i) o[i] = __fdiv_rn(o[i], den[(i >> 1) & 1]);
     }
-    // 3. The softmax step (attn::block_softmax's operations in its order).
-    float m_new[2], resc[2];
+    // The stores. Every S step of this query is done (the other consumer's last one before its
+    // pfull, waited for), so Q's tile takes O (bf16 pairs by stmatrix): this consumer's 256 dims
+    // as four 8 KB boxes of 64 dims (128-byte swizzled), out by TMA, then the next query's Q.
+    // 64 scattered 4-byte stores a thread held the LSU long enough to stall the producers' next
+    // query; staging in the 8 KB P tiles (four serial TMA round trips, the next Q loaded after
+    // the last S) measured the same (docs/notes/cuda-kernels.md, session 17).
+    const bool leader = (threadIdx.x & 127) == 0;
+    const int mi = lane >> 3, r = 16 * warp + (mi & 1) * 8 + (lane & 7);
+    const uint32_t stage = q_addr + c * 32768;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      m_new[r] = fmaxf(prev.m[r], bmax[r]);
-      resc[r] = exp2_approx(__fsub_rn(prev.m[r], m_new[r]));
-    }
-    float gsum[2][8];
-    uint32_t pa[4][4];
-#pragma unroll
-    for (int n = 0; n < 8; ++n) {
-      float p[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) p[e] = exp2_approx(__fsub_rn(sacc[4 * n + e], m_new[e >> 1]));
-      float g0 = __fadd_rn(p[0], p[1]), g1 = __fadd_rn(p[2], p[3]);
-      g0 = __fadd_rn(g0, __shfl_xor_sync(0xffffffffu, g0, 1));
-      g1 = __fadd_rn(g1, __shfl_xor_sync(0xffffffffu, g1, 1));
-      g0 = __fadd_rn(g0, __shfl_xor_sync(0xffffffffu, g0, 2));
-      g1 = __fadd_rn(g1, __shfl_xor_sync(0xffffffffu, g1, 2));
-      gsum[0][n] = g0;
-      gsum[1][n] = g1;
-      // A fragments of k16 step n / 2: (row g, keys 2tq..) (row g + 8, ..), then keys + 8.
-      pa[n >> 1][(n & 1) * 2] = pack_bf16(p[0], p[1]);
-      pa[n >> 1][(n & 1) * 2 + 1] = pack_bf16(p[2], p[3]);
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float* gs = gsum[r];
-      const float bsum = __fadd_rn(__fadd_rn(__fadd_rn(gs[0], gs[1]), __fadd_rn(gs[2], gs[3])),
-                                   __fadd_rn(__fadd_rn(gs[4], gs[5]), __fadd_rn(gs[6], gs[7])));
-      run.m[r] = m_new[r];
-      run.l[r] = __fadd_rn(__fmul_rn(prev.l[r], resc[r]), bsum);
-    }
-    // 4. Publish P and the stats for the other consumer (once it is done with block b - 2's).
-    tr.mark(14, b);
-    if (b >= 2) mbar::wait(bars.pempty(s), ((b >> 1) - 1) & 1);
-    tr.mark(15, b);
-    uint8_t* ps = p_base + s * kPTile;
-#pragma unroll
-    for (int n = 0; n < 8; ++n) {
-      const int col = 8 * n + 2 * tq;
-      *reinterpret_cast<uint32_t*>(ps + swz(row0, col / 8, 8) + (col % 8) * 2) =
-          pa[n >> 1][(n & 1) * 2];
-      *reinterpret_cast<uint32_t*>(ps + swz(row0 + 8, col / 8, 8) + (col % 8) * 2) =
-          pa[n >> 1][(n & 1) * 2 + 1];
-    }
-    float* st = stats + s * 3 * 64;
-    if (tq == 0) {
-      st[row0] = run.m[0];
-      st[row0 + 8] = run.m[1];
-      st[64 + row0] = run.l[0];
-      st[64 + row0 + 8] = run.l[1];
-      st[128 + row0] = resc[0];
-      st[128 + row0 + 8] = resc[1];
+    for (int j = 0; j < 32; j += 2) {
+      const int chunk = (j & 7) + (mi >> 1);
+      stmatrix_x4(stage + (j >> 3) * 8192 + r * 128 + ((chunk ^ (r & 7)) << 4),
+                  pack_bf16(o[4 * j], o[4 * j + 1]), pack_bf16(o[4 * j + 2], o[4 * j + 3]),
+                  pack_bf16(o[4 * j + 4], o[4 * j + 5]), pack_bf16(o[4 * j + 6], o[4 * j + 7]));
     }
     wg::fence_proxy_async();
-    mbar::arrive(bars.pfull(s));
-    tr.mark(16, b);
-    // 5. The PV step of block b, P from registers.
-    pv_issue(o, pa, resc, tile_addr, c);
-    wg::wgmma_wait<0>();
-    wg::fence_regs(o);
-    tr.mark(18, b);
-    mbar::arrive(bars.empty(s));
+    consumer_bar(c);
+    if (leader) {
+      for (int k = 0; k < 4; ++k) {
+        tma_store_2d(out_map, stage + k * 8192, 256 * c + 64 * k, static_cast<int>(t * 64));
+      }
+      tma_store_wait_read<0>();
+    }
+    asm volatile("bar.sync 3, 256;\n" ::: "memory");  // both consumers' boxes are read
+    if (threadIdx.x == 0 && num_blocks > 0 && t + gridDim.x < a.num_queries) load_q(t + gridDim.x);
+    tr.mark(20, gb0);
   }
-  // The last block's (max, denominator) when the other consumer owns it.
-  if (num_blocks > 0 && ((num_blocks - 1) & 1) != c) {
-    read_stats(stats + ((num_blocks - 1) & 1) * 3 * 64, row0, run);
-  }
-
-  // out = bf16(acc * 2^32 / (l + 2^(sink - max))), this consumer's 256 dims of rows g, g + 8.
-  tr.mark(19, 0);
-  float den[2];
-  attn::final_denominators(den, run.l, run.m, a.sink, row0, row0 + 8);
-  uint16_t* og = a.out + static_cast<int64_t>(blockIdx.x) * 64 * kKvDim + 256 * c + 2 * tq;
-#pragma unroll
-  for (int j = 0; j < 32; ++j) {
-    *reinterpret_cast<uint32_t*>(og + row0 * kKvDim + 8 * j) =
-        attn::final_pair(o[4 * j], o[4 * j + 1], den[0]);
-    *reinterpret_cast<uint32_t*>(og + (row0 + 8) * kKvDim + 8 * j) =
-        attn::final_pair(o[4 * j + 2], o[4 * j + 3], den[1]);
-  }
-  tr.mark(20, 0);
+  if ((threadIdx.x & 127) == 0) tma_store_wait_all();
 }
 
 __global__ void __launch_bounds__(kThreads, 1)
-    sparse_attention_seesaw_kernel(SparseAttentionFp8Args a) {
+    sparse_attention_seesaw_kernel(SparseAttentionFp8Args a,
+                                   const __grid_constant__ CUtensorMap q_map,
+                                   const __grid_constant__ CUtensorMap out_map) {
   pdl::enter_dependent_grid();
   extern __shared__ __align__(1024) uint8_t smem[];
   // The declared alignment is the platform's promise (DeepGEMM's kernels rely on it too); were
@@ -267,27 +328,31 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int num_blocks = (num_keys + attn::kBlockKeys - 1) / attn::kBlockKeys;
   if (threadIdx.x == 0) {
     for (int s = 0; s < 2; ++s) {
+      // One arrival per thread (racecheck does not follow a warp's __syncwarp into lane 0's
+      // arrival; one per warp measured the same: session 17).
       mbar::init(bars.full(s), 32 * kProducerWarps);
       mbar::init(bars.empty(s), 256);
       mbar::init(bars.pfull(s), 128);
       mbar::init(bars.pempty(s), 128);
     }
-    mbar::init(bars.q(), 32 * kProducerWarps);
+    mbar::init(bars.q(), 1);
     mbar::init_fence();
   }
   __syncthreads();
   if (threadIdx.x >= 256) {
-    wg::setmaxnreg_dec<64>();
+    wg::setmaxnreg_dec<kProducerRegs>();
     produce(a, smem, bars, num_blocks);
   } else {
-    wg::setmaxnreg_inc<192>();
-    consume(a, smem, bars, num_blocks);
+    wg::setmaxnreg_inc<256 - kProducerRegs>();
+    consume(a, &q_map, &out_map, smem, bars, num_blocks);
   }
 }
 
 #else
 
-__global__ void sparse_attention_seesaw_kernel(SparseAttentionFp8Args) {
+__global__ void sparse_attention_seesaw_kernel(SparseAttentionFp8Args,
+                                               const __grid_constant__ CUtensorMap,
+                                               const __grid_constant__ CUtensorMap) {
   pdl::enter_dependent_grid();
 }
 
@@ -296,15 +361,27 @@ __global__ void sparse_attention_seesaw_kernel(SparseAttentionFp8Args) {
 }  // namespace
 }  // namespace seesaw
 
-cudaError_t sparse_attention_seesaw(const SparseAttentionFp8Args& a, cudaStream_t stream) {
+cudaError_t sparse_attention_seesaw(const SparseAttentionFp8Args& a, int sms, cudaStream_t stream) {
   const size_t bytes = seesaw::SLayout::kBytes;
-  cudaError_t e =
-      cudaFuncSetAttribute(seesaw::sparse_attention_seesaw_kernel,
+  // Q and out as [queries * 64][512] bf16 in boxes of 64 dims x 64 heads, 128-byte swizzled
+  // (Q: the K-major layout of the S step's A operand; out: the epilogue's staging layout).
+  const uint64_t rows = static_cast<uint64_t>(a.num_queries) * kAttnHeads;
+  CUtensorMap q_map{}, out_map{};
+  cudaError_t e = make_tensor_map_2d(&q_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.q, kKvDim, rows,
+                                     2 * kKvDim, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+  if (e == cudaSuccess) {
+    e = make_tensor_map_2d(&out_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.out, kKvDim, rows,
+                           2 * kKvDim, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+  }
+  if (e != cudaSuccess) return e;
+  e = cudaFuncSetAttribute(seesaw::sparse_attention_seesaw_kernel,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
   if (e != cudaSuccess) return e;
-  pdl::launch_dependent(seesaw::sparse_attention_seesaw_kernel,
-                        dim3(static_cast<unsigned>(a.num_queries)), dim3(seesaw::kThreads), bytes,
-                        stream, a);
+  // Persistent: one block per SM at most, each over queries blockIdx.x + k * gridDim.x (which
+  // block runs a query does not change its bits).
+  const int64_t blocks = std::min<int64_t>(a.num_queries, std::max(sms, 1));
+  pdl::launch_dependent(seesaw::sparse_attention_seesaw_kernel, dim3(static_cast<unsigned>(blocks)),
+                        dim3(seesaw::kThreads), bytes, stream, a, q_map, out_map);
   return cudaGetLastError();
 }
 

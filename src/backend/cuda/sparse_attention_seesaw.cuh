@@ -15,6 +15,10 @@ namespace di::backend::cuda::seesaw {
 
 inline constexpr int kThreads = 512;  // consumers 0..255, producers 256..511
 inline constexpr int kProducerWarps = 8;
+// Registers per thread: the producers' (setmaxnreg) and the consumers' (256 minus it: the
+// register file holds 512 x 128). 64 / 192 measured 1-2 % faster than 56 / 200 on the H200
+// (session 17; the consumers then spill only in the epilogue's __fdiv_rn fallback).
+inline constexpr int kProducerRegs = 64;
 inline constexpr int kRowsPerWarp = 64 / kProducerWarps;
 inline constexpr int kTile = 64 * kKvDim * 2;  // 64 rows x 512 bf16
 inline constexpr int kPTile = 64 * 64 * 2;     // 64 heads x 64 keys bf16
@@ -48,6 +52,43 @@ __device__ __forceinline__ uint32_t sw128(int r, int c) {
   return static_cast<uint32_t>((c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
 }
 
+// Barrier 1 + c over the 128 threads of consumer warpgroup c (barrier 0 is __syncthreads').
+__device__ __forceinline__ void consumer_bar(int c) {
+  if (c == 0) {
+    asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  } else {
+    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  }
+}
+
+// Four 8x8 bf16 matrices from mma-fragment registers to shared memory (lane l gives the address
+// of row l % 8 of matrix l / 8).
+__device__ __forceinline__ void stmatrix_x4(
+    uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+
+// 2-D TMA tile store from shared memory (a bulk async-group of the issuing thread).
+__device__ __forceinline__ void tma_store_2d(const void* tmap, uint32_t src, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+          reinterpret_cast<uint64_t>(tmap)),
+      "r"(c0), "r"(c1), "r"(src)
+      : "memory");
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Waits until at most N of the thread's bulk async-groups still read shared memory.
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// Waits until every bulk async-group of the thread is complete (its writes done).
+__device__ __forceinline__ void tma_store_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
 // K-major descriptor (S step): 8-row groups 1024 bytes apart, 128-byte swizzle.
 __device__ __forceinline__ uint64_t desc_k(uint32_t addr) {
   return (uint64_t{0x40000040} << 32) | ((addr & 0x3FFFF) >> 4) | (1u << 16);
@@ -59,8 +100,9 @@ __device__ __forceinline__ uint64_t desc_mn(uint32_t addr) {
 }
 
 // Benchmark only (args.ablate bit 6): thread 0 of each warpgroup of block kTraceBlock records
-// (event, key block, clock64) into args.workspace [3][256] (a timeline of one query).
-inline constexpr int kTraceBlock = 300;
+// (event, key block numbered across the block's queries, clock64) into args.workspace [3][256]
+// (a timeline of its first queries).
+inline constexpr int kTraceBlock = 7;
 struct Trace {
   uint64_t* buf = nullptr;
   int n = 0;

@@ -374,6 +374,34 @@ __device__ __forceinline__ void final_denominators(float (&inv)[2],
   }
 }
 
+// x / den rounded to nearest (the bits of __fdiv_rn) for many x over one den, without the
+// per-division reciprocal and branch of __fdiv_rn (which serialise an epilogue of 128 divisions a
+// thread: docs/notes/cuda-kernels.md, session 17). y = RN(1 / den) once; then q0 = RN(x y) is
+// within 1.5 ulp of x / den, one FMA correction makes it faithful and a second one correctly
+// rounded (Markstein: with y = RN(1 / den) and q faithful, r = x - den q is exact and
+// RN(q + r y) = RN(x / den)). The theorem needs no underflow or overflow in the steps:
+// in_range() holds for den in [1, 2^60] and every |x| in [2^-60, 2^100] (zeros, infinities and
+// NaNs are outside); callers fall back to __fdiv_rn otherwise. Tested bitwise against __fdiv_rn:
+// cuda_sparse_attention_fp8_test.cc, ExactDividerMatchesIeeeDivision.
+struct ExactDivider {
+  float den = 1.0f, y = 1.0f;
+  uint32_t lo = 0xffffffffu, hi = 0;  // the range of |x| seen by note(), as bits
+  __device__ explicit ExactDivider(float d) : den(d) { y = __fdiv_rn(1.0f, d); }
+  __device__ __forceinline__ void note(float x) {
+    const uint32_t u = __float_as_uint(x) & 0x7fffffffu;
+    lo = min(lo, u);
+    hi = max(hi, u);
+  }
+  __device__ __forceinline__ bool in_range() const {
+    return den >= 1.0f && den <= 0x1p60f && lo >= 0x21800000u && hi <= 0x71800000u;
+  }
+  __device__ __forceinline__ float operator()(float x) const {
+    const float q0 = __fmul_rn(x, y);
+    const float q1 = __fmaf_rn(__fmaf_rn(-q0, den, x), y, q0);
+    return __fmaf_rn(__fmaf_rn(-q1, den, x), y, q1);
+  }
+};
+
 // bf16(acc * 2^32 / denominator) for two adjacent dims.
 __device__ __forceinline__ uint32_t final_pair(float x0, float x1, float den) {
   return pack_bf16(__fdiv_rn(__fmul_rn(x0, kKeyUnshift), den),

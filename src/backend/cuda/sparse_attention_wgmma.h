@@ -16,6 +16,6 @@ bool sparse_attention_wgmma_supported(int major);
 cudaError_t sparse_attention_wgmma(const SparseAttentionFp8Args& a, cudaStream_t stream);
 
 // The warp-specialised kernel (same conditions; ignores args.ablate).
-cudaError_t sparse_attention_seesaw(const SparseAttentionFp8Args& a, cudaStream_t stream);
+cudaError_t sparse_attention_seesaw(const SparseAttentionFp8Args& a, int sms, cudaStream_t stream);
 
 }  // namespace di::backend::cuda
