@@ -256,12 +256,14 @@ int run_bench_command(int argc, char** argv) {
   }
   std::vector<model::SequenceState> seqs;
   {
-    // One token through the model first, on a sequence released after it: a device backend
-    // uploads (and caches) the weights on first use, which is not the prefill's time.
+    // A prefill of the measured length first (one token when the prompt is one token), on a
+    // sequence released after it: a device backend uploads (and caches) the weights and grows its
+    // scratch buffers on first use, which is not the measured prefill's time.
     model::SequenceState warm = state->create_sequence().value();
     model::ForwardContext ctx;
     ctx.pool = &*state;
-    ctx.chunks.push_back({&warm, {1}, 0});
+    ctx.chunks.push_back(
+        {&warm, std::vector<int32_t>(static_cast<size_t>(std::max(prompt_len, 1)), 1), 0});
     std::vector<float> logits;
     Status w = (*model)->forward(ctx, {0}, logits);
     if (w.ok()) w = ops.status();
