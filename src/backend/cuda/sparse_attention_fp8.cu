@@ -220,7 +220,10 @@ cudaError_t sparse_attention_fp8(const SparseAttentionFp8Args& a, cudaStream_t s
   // on the H200, docs/benchmarks.md session 17: 0.93x at 64 queries, 0.67x at 256 and 0.61x at a
   // 4K prefill against the mma.sync kernel's best heads per block). Calls that force a path
   // (heads per block, the split path) or time stages keep the mma.sync kernels.
-  if (a.wgmma == 0 && a.ablate == 0 && a.heads_per_block == 0 && a.split != 2 &&
+  // (It reads q and writes out through TMA tensor maps: 16-byte aligned bases.)
+  const bool tma_aligned =
+      ((reinterpret_cast<uintptr_t>(a.q) | reinterpret_cast<uintptr_t>(a.out)) & 15) == 0;
+  if (a.wgmma == 0 && a.ablate == 0 && a.heads_per_block == 0 && a.split != 2 && tma_aligned &&
       a.num_queries >= kAttnSeesawMinQueries && sparse_attention_wgmma_supported(major)) {
     return sparse_attention_seesaw(a, sms, stream);
   }
