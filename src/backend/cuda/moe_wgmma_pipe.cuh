@@ -74,11 +74,8 @@ __device__ __forceinline__ uint32_t e4m3x2_f16x2(uint32_t v) {
   return h;
 }
 
-// PTX named barriers over one warpgroup (0 is __syncthreads'); bar_and also returns whether the
+// PTX named barrier `id` over one warpgroup (wg::named_bar_sync) that also returns whether the
 // predicate held in every thread.
-__device__ __forceinline__ void wg_sync(int id) {
-  asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
-}
 __device__ __forceinline__ bool wg_all(int id, bool v) {
   uint32_t r;
   asm volatile(
@@ -322,7 +319,8 @@ __device__ __forceinline__ void consume(int nst,
   }
   for (int s = 0; s < nst; ++s, ++gs) {
     moe_tc::cp_wait<kQStages - 2>();
-    wg_sync(2 + wgi);  // stage s landed for the warpgroup; stage s - 1's slot is free
+    wg::named_bar_sync(2 + wgi,
+                       128);  // stage s landed for the warpgroup; stage s - 1's slot is free
     if (s + kQStages - 1 < nst) load(s + kQStages - 1);
     moe_tc::cp_commit();
     const int slot = gs % 2;
@@ -338,7 +336,7 @@ __device__ __forceinline__ void consume(int nst,
     }
   }
   moe_tc::cp_wait<0>();
-  wg_sync(2 + wgi);  // the next item refills the ring
+  wg::named_bar_sync(2 + wgi, 128);  // the next item refills the ring
 }
 
 #endif  // DI_WGMMA_ENABLED

@@ -295,23 +295,23 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
 #pragma unroll
     for (int j = 0; j < 32; j += 2) {
       const int chunk = (j & 7) + (mi >> 1);
-      stmatrix_x4(stage + (j >> 3) * 8192 + r * 128 + ((chunk ^ (r & 7)) << 4),
-                  pack_bf16(o[4 * j], o[4 * j + 1]), pack_bf16(o[4 * j + 2], o[4 * j + 3]),
-                  pack_bf16(o[4 * j + 4], o[4 * j + 5]), pack_bf16(o[4 * j + 6], o[4 * j + 7]));
+      wg::stmatrix_x4(stage + (j >> 3) * 8192 + r * 128 + ((chunk ^ (r & 7)) << 4),
+                      pack_bf16(o[4 * j], o[4 * j + 1]), pack_bf16(o[4 * j + 2], o[4 * j + 3]),
+                      pack_bf16(o[4 * j + 4], o[4 * j + 5]), pack_bf16(o[4 * j + 6], o[4 * j + 7]));
     }
     wg::fence_proxy_async();
-    consumer_bar(c);
+    wg::named_bar_sync(1 + c, 128);
     if (leader) {
       for (int k = 0; k < 4; ++k) {
-        tma_store_2d(out_map, stage + k * 8192, 256 * c + 64 * k, static_cast<int>(t * 64));
+        wg::tma_store_2d(out_map, stage + k * 8192, 256 * c + 64 * k, static_cast<int>(t * 64));
       }
-      tma_store_wait_read<0>();
+      wg::tma_store_wait_read<0>();
     }
-    asm volatile("bar.sync 3, 256;\n" ::: "memory");  // both consumers' boxes are read
+    wg::named_bar_sync(3, 256);  // both consumers' boxes are read
     if (threadIdx.x == 0 && num_blocks > 0 && t + gridDim.x < a.num_queries) load_q(t + gridDim.x);
     tr.mark(20, gb0);
   }
-  if ((threadIdx.x & 127) == 0) tma_store_wait_all();
+  if ((threadIdx.x & 127) == 0) wg::tma_store_wait_all();
 }
 
 __global__ void __launch_bounds__(kThreads, 1)

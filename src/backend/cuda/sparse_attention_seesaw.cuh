@@ -52,43 +52,6 @@ __device__ __forceinline__ uint32_t sw128(int r, int c) {
   return static_cast<uint32_t>((c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
 }
 
-// Barrier 1 + c over the 128 threads of consumer warpgroup c (barrier 0 is __syncthreads').
-__device__ __forceinline__ void consumer_bar(int c) {
-  if (c == 0) {
-    asm volatile("bar.sync 1, 128;\n" ::: "memory");
-  } else {
-    asm volatile("bar.sync 2, 128;\n" ::: "memory");
-  }
-}
-
-// Four 8x8 bf16 matrices from mma-fragment registers to shared memory (lane l gives the address
-// of row l % 8 of matrix l / 8).
-__device__ __forceinline__ void stmatrix_x4(
-    uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
-               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
-               : "memory");
-}
-
-// 2-D TMA tile store from shared memory (a bulk async-group of the issuing thread).
-__device__ __forceinline__ void tma_store_2d(const void* tmap, uint32_t src, int c0, int c1) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
-          reinterpret_cast<uint64_t>(tmap)),
-      "r"(c0), "r"(c1), "r"(src)
-      : "memory");
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-}
-// Waits until at most N of the thread's bulk async-groups still read shared memory.
-template <int N>
-__device__ __forceinline__ void tma_store_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
-}
-// Waits until every bulk async-group of the thread is complete (its writes done).
-__device__ __forceinline__ void tma_store_wait_all() {
-  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
-}
-
 // K-major descriptor (S step): 8-row groups 1024 bytes apart, 128-byte swizzle.
 __device__ __forceinline__ uint64_t desc_k(uint32_t addr) {
   return (uint64_t{0x40000040} << 32) | ((addr & 0x3FFFF) >> 4) | (1u << 16);
