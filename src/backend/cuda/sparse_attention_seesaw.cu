@@ -103,7 +103,7 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
   float* stats = reinterpret_cast<float*>(smem + SLayout::kStats);
   const uint8_t* valid8 = smem + SLayout::kValid;
   const float scale = __fmul_rn(__fmul_rn(a.softmax_scale, kKeyUnshift), attn::kLog2e);
-  Trace tr(a, c);
+  Trace tr(a, smem, c);
   // Q of query t (64 heads x 512 bf16: 8 TMA boxes of 64 dims, 128-byte swizzled, K-major).
   auto load_q = [&](int64_t t) {
     mbar::arrive_expect_tx(bars.q(), kTile);
@@ -167,6 +167,11 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
       const int gb = gb0 + b, s = gb & 1;  // s == c
       const uint32_t tile_addr = k_addr + s * kTile;
       mbar::wait(bars.full(s), (gb >> 1) & 1);
+      // The producers' generic-proxy stores of this tile, ordered before the async proxy's reads
+      // (this consumer's wgmmas, and through pfull below the other consumer's PV): a proxy fence
+      // anywhere on the causality path does it, and here no global loads are in flight for
+      // its MEMBAR to wait for (the producers have theirs: sparse_attention_seesaw_producer.cuh).
+      wg::fence_proxy_async();
       tr.mark(11, gb);
       // 1. S = Q K^T: 64 heads x 64 keys, 32 k16 steps over the dims from zero.
       float sacc[32];
@@ -254,6 +259,8 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
         st[128 + row0] = resc[0];
         st[128 + row0 + 8] = resc[1];
       }
+      // (P is read by ldmatrix, the generic proxy; this fence is the other consumer's for the key
+      // tile, which it waits on pfull to read.)
       wg::fence_proxy_async();
       mbar::arrive(bars.pfull(s));
       tr.mark(16, gb);
@@ -312,6 +319,7 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
     tr.mark(20, gb0);
   }
   if ((threadIdx.x & 127) == 0) wg::tma_store_wait_all();
+  tr.flush(a, smem, c);
 }
 
 __global__ void __launch_bounds__(kThreads, 1)

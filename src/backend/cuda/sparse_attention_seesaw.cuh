@@ -23,23 +23,23 @@ inline constexpr int kRowsPerWarp = 64 / kProducerWarps;
 inline constexpr int kTile = 64 * kKvDim * 2;  // 64 rows x 512 bf16
 inline constexpr int kPTile = 64 * 64 * 2;     // 64 heads x 64 keys bf16
 
-// Each producer warp's ring of stored rows: kRing FP8 rows (or as many FP4 rows as fit).
-inline constexpr int kRing = 4;
-inline constexpr int kRingBytes = kRing * kKvFp8RowBytes;
+// Benchmark timelines (args.ablate bit 6): [3 warpgroups][kTraceEvents] records, kept in shared
+// memory while the kernel runs (a global store would make the traced thread's proxy fences wait
+// for it) and copied out at the end.
+inline constexpr int kTraceEvents = 256;
+
 // Shared memory from a 1024-byte aligned base: Q, two key tiles, two P tiles, per-block stats
-// [2][3][64] (max, denominator, rescale per head), the producer warps' rings of stored rows
-// [8][kRingBytes], their valid-key masks [2][8] (8 keys per warp), the mbarriers.
+// [2][3][64] (max, denominator, rescale per head), the timeline records, the producer warps'
+// valid-key masks [2][8] (8 keys per warp), the mbarriers.
 struct SLayout {
   static constexpr int kQ = 0;
   static constexpr int kK = kQ + kTile;
   static constexpr int kP = kK + 2 * kTile;
   static constexpr int kStats = kP + 2 * kPTile;
-  static constexpr int kRaw = kStats + 2 * 3 * 64 * 4;
-  static constexpr int kValid = kRaw + kProducerWarps * kRingBytes;
+  static constexpr int kTrace = kStats + 2 * 3 * 64 * 4;
+  static constexpr int kValid = kTrace + 3 * kTraceEvents * 8;
   static constexpr int kBars = kValid + 2 * 8;
   static constexpr int kEnd = kBars + 9 * 8;
-  // The base is 1024-byte aligned by its declaration (the swizzle atoms), so no padding: the
-  // rings need that kilobyte.
   static constexpr size_t kBytes = kEnd;
 };
 static_assert(SLayout::kBytes <= 232448, "one block per SM");
@@ -63,22 +63,34 @@ __device__ __forceinline__ uint64_t desc_mn(uint32_t addr) {
 }
 
 // Benchmark only (args.ablate bit 6): thread 0 of each warpgroup of block kTraceBlock records
-// (event, key block numbered across the block's queries, clock64) into args.workspace [3][256]
-// (a timeline of its first queries).
+// (event, key block numbered across the block's queries, clock64), copied by flush() into
+// args.workspace [3][kTraceEvents] (a timeline of its first queries).
 inline constexpr int kTraceBlock = 7;
 struct Trace {
-  uint64_t* buf = nullptr;
-  int n = 0;
-  __device__ Trace(const SparseAttentionFp8Args& a, int wg) {
-    if ((a.ablate & 64) && blockIdx.x == kTraceBlock && threadIdx.x == 128 * wg) {
-      buf = static_cast<uint64_t*>(a.workspace) + wg * 256;
+  // Two registers while the kernel runs (the producers have 64): the records' shared address and
+  // the count, which starts past the capacity (kTraceEvents + 1) outside the traced threads.
+  uint32_t rec;
+  int n;
+  __device__ Trace(const SparseAttentionFp8Args& a, uint8_t* smem, int wg)
+      : rec(smem_addr(smem + SLayout::kTrace) + wg * kTraceEvents * 8),
+        n((a.ablate & 64) && blockIdx.x == kTraceBlock && threadIdx.x == 128 * wg
+              ? 0
+              : kTraceEvents + 1) {}
+  __device__ void mark(int ev, int b) {
+    if (n < kTraceEvents) {
+      const uint64_t v = (static_cast<uint64_t>(ev) << 56) |
+                         (static_cast<uint64_t>(b & 0xff) << 48) | (clock64() & 0xffffffffffffull);
+      asm volatile("st.shared.u64 [%0], %1;\n" ::"r"(rec + 8 * n), "l"(v) : "memory");
+      ++n;
     }
   }
-  __device__ void mark(int ev, int b) {
-    if (buf != nullptr && n < 256) {
-      buf[n++] = (static_cast<uint64_t>(ev) << 56) | (static_cast<uint64_t>(b & 0xff) << 48) |
-                 (clock64() & 0xffffffffffffull);
-    }
+  // Copies the records out (the traced thread, at its end).
+  __device__ void flush(const SparseAttentionFp8Args& a, const uint8_t* smem, int wg) const {
+    if (n > kTraceEvents) return;
+    const uint64_t* src =
+        reinterpret_cast<const uint64_t*>(smem + SLayout::kTrace) + wg * kTraceEvents;
+    uint64_t* dst = static_cast<uint64_t*>(a.workspace) + wg * kTraceEvents;
+    for (int i = 0; i < n; ++i) dst[i] = src[i];
   }
 };
 

@@ -1,5 +1,5 @@
 // The producer warpgroups of the warp-specialised sparse attention kernel
-// (sparse_attention_seesaw.cu): every key block's stored rows gathered with cp.async and decoded
+// (sparse_attention_seesaw.cu): every key block's stored rows loaded into registers and decoded
 // into the bf16 key tiles. sm_90a device code only.
 #pragma once
 
@@ -11,16 +11,73 @@ namespace di::backend::cuda::seesaw {
 
 #if DI_WGMMA_ENABLED
 
+// Rows a producer warp has in flight: the loads of row i + kLead of its row sequence are issued
+// when row i is stored, into the registers row i has just freed (kLead divides the 8 rows a warp
+// has in each key block, so a row's registers are a compile-time slot). Measured on the H200 at
+// the 4K prefill (session 18): 1.112 ms with 2, 1.117 with 1, 1.142 with 4, 1.37 with 8 (which
+// spills: a reload from local memory waits behind the row loads in flight). The producers must
+// stay within their 64 registers without spills for the same reason.
+inline constexpr int kLead = 2;
+static_assert(kRowsPerWarp % kLead == 0, "register slots");
+
+// One lane's share of a stored row: 16 dims as codes (FP8: 16 bytes; FP4: 8 bytes in x, y) and
+// their scale byte (FP8: ue8m0 of 32 dims; FP4: e4m3 of 16 dims). An empty slot keeps zero codes
+// and a zero scale, which both decoders turn into +0 (as the tile's empty rows must be).
+struct RowShare {
+  uint4 codes;
+  uint32_t scale;
+};
+
+// Non-coherent loads (the pools are not written during the call) that skip L1 (no reuse within
+// an SM: its queries are gridDim.x apart). volatile with a memory clobber: the compiler keeps them
+// where they are written, kLead rows ahead of their use (a plain load was moved next to its use,
+// one memory latency per row: docs/notes/cuda-kernels.md, session 16).
+__device__ __forceinline__ void ld_nc_v4(uint4& v, const uint8_t* p, bool on) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %4, 0;\n"
+      " @p ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%5];\n}\n"
+      : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
+      : "r"(static_cast<int>(on)), "l"(p)
+      : "memory");
+}
+__device__ __forceinline__ void ld_nc_v2(uint4& v, const uint8_t* p, bool on) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
+      " @p ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%3];\n}\n"
+      : "+r"(v.x), "+r"(v.y)
+      : "r"(static_cast<int>(on)), "l"(p)
+      : "memory");
+}
+__device__ __forceinline__ void ld_nc_u8(uint32_t& v, const uint8_t* p, bool on) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %1, 0;\n"
+      " @p ld.global.nc.L1::no_allocate.u8 %0, [%2];\n}\n"
+      : "+r"(v)
+      : "r"(static_cast<int>(on)), "l"(p)
+      : "memory");
+}
+
+// Issues this lane's loads of stored row `row` (-1: none) in the FP8 (fp8) or FP4 format.
+__device__ __forceinline__ RowShare
+load_share(const SparseAttentionFp8Args& a, bool fp8, int32_t row, int lane, bool enabled) {
+  RowShare s{make_uint4(0, 0, 0, 0), 0};
+  const bool on = row >= 0 && enabled;
+  const int32_t r = max(row, 0);
+  const uint8_t* base =
+      fp8 ? attn::fp8_row(a, r) : a.extra_kv + static_cast<int64_t>(r) * kKvFp4RowBytes;
+  const uint8_t* codes = base + (fp8 ? 16 * lane : 8 * lane);
+  ld_nc_v4(s.codes, codes, on && fp8);
+  ld_nc_v2(s.codes, codes, on && !fp8);
+  ld_nc_u8(s.scale, base + (fp8 ? 512 + lane / 2 : 256 + lane), on);
+  return s;
+}
+
 // The producer warpgroups (threads 256..511), over the block's queries t = blockIdx.x,
 // + gridDim.x, ...: every key block into tile gb % 2 (gb numbers the key blocks across the
-// queries, as the consumers do). Warp pw owns rows 8 pw .. 8 pw + 7 of each block (its row
-// sequence). A row's stored bytes are copied with cp.async into the warp's ring a few rows before
-// it is decoded (below), then lane l decodes dims 16 l .. 16 l + 15 into the tile (FP8: 16 codes
-// and the ue8m0 scale; FP4: 8 bytes of codes and the e4m3 scale). Asynchronous copies keep rows
-// in flight whatever the compiler schedules (loads into registers were issued just before their
-// use: one memory latency per row, measured), and two warpgroups of producers keep two warps per
-// scheduler on the per-row dependency chains (one warpgroup left the consumers waiting:
-// docs/notes/cuda-kernels.md, session 16).
+// queries, as the consumers do). Warp pw owns rows 8 pw .. 8 pw + 7 of each block: a sequence of
+// rows across the blocks and queries, loaded kLead rows ahead into registers. Lane l decodes dims
+// 16 l .. 16 l + 15 into the tile. Two warpgroups keep two warps per scheduler on the per-row
+// dependency chains (one left the consumers waiting: docs/notes/cuda-kernels.md, session 16).
 __device__ __forceinline__ void produce(const SparseAttentionFp8Args& a,
                                         uint8_t* smem,
                                         const Bars& bars,
@@ -28,122 +85,116 @@ __device__ __forceinline__ void produce(const SparseAttentionFp8Args& a,
   const int ptid = threadIdx.x - 256, pw = ptid >> 5, lane = threadIdx.x & 31;
   const int num_win = a.num_indices;
   const bool do_load = !(a.ablate & 1), do_decode = !(a.ablate & 2);
-  Trace tr(a, 2);
-  uint8_t* ring = smem + SLayout::kRaw + pw * kRingBytes;
+  if (num_blocks <= 0) return;
+  Trace tr(a, smem, 2);
   // A block's storage format: 1 all FP8 rows, 2 all FP4 rows, 0 mixed (the window ends in it).
   auto format = [&](int b) { return b * 64 + 64 <= num_win ? 1 : b * 64 >= num_win ? 2 : 0; };
-  int slot = 0;  // the current row's slot in the ring
-  int qi = 0;
-  for (int64_t t = blockIdx.x; t < a.num_queries && num_blocks > 0; t += gridDim.x, ++qi) {
-    const int gb0 = qi * num_blocks;
-    tr.mark(1, gb0);
-    // Lane i < 8 holds the index of the warp's row i in block b (cur), b + 1 (nxt), b + 2 (nn).
-    // (Loading the next query's first indices during this one's last blocks measured 1.5 %
-    // slower on the H200: session 17.)
-    auto block_indices = [&](int b) {
-      return lane < kRowsPerWarp && b < num_blocks
-                 ? key_index(a, t, b * 64 + kRowsPerWarp * pw + lane)
-                 : -1;
-    };
-    int32_t cur = block_indices(0), nxt = block_indices(1);
-    // Copies row i of the warp's rows in block b (index row) into ring slot `slot` (slots of
-    // `stride` bytes); the caller commits the row's group.
-    auto copy_row = [&](int b, int i, int32_t row, int slot, int stride) {
-      if (row >= 0 && b < num_blocks && do_load) {
-        uint8_t* dst = ring + slot * stride + lane * 16;
-        if (b * 64 + kRowsPerWarp * pw + i < num_win) {
-          const uint8_t* src = attn::fp8_row(a, row) + lane * 16;
-          cp_async16(dst, src, 16);
-          if (lane == 0) cp_async16(dst + 512, src + 512, 16);
-        } else if (lane < kKvFp4RowBytes / 16) {
-          cp_async16(dst, a.extra_kv + static_cast<int64_t>(row) * kKvFp4RowBytes + lane * 16, 16);
-        }
-      }
-    };
+  // Whether row i of this warp in block b is an FP8 (window) row.
+  auto fp8_key = [&](int b, int i) { return b * 64 + kRowsPerWarp * pw + i < num_win; };
+  // Lane i < 8 holds the index of the warp's row i in block b of query t (-1 past the end).
+  auto block_indices = [&](int t, int b) {
+    return lane < kRowsPerWarp && t < a.num_queries
+               ? key_index(a, t, b * 64 + kRowsPerWarp * pw + lane)
+               : -1;
+  };
+  // Odd sub-tile lanes store their odd chunk first, so that each warp store covers all eight
+  // 16-byte bank groups (4 wavefronts, not 8): they decode their codes' halves swapped.
+  const bool odd = (lane >> 2) & 1;
+  // sw128(8 pw + i, c) for the lane's first chunk c = 2 lane + odd: this XOR (i << 4), plus
+  // i * 128; its second chunk (c ^ 1) flips bit 4.
+  const uint32_t off_first = sw128(kRowsPerWarp * pw, 2 * lane + odd);
 
-    // One block in format F, one row per step (one commit group per row; two rows per step
-    // measured the same on the H200): the ring holds kDepth rows, in slots of 288 bytes for FP4
-    // blocks (the FP4 rows are the random, high-latency ones: more of them in flight) or 528. A
-    // run of blocks of one format streams through the ring; a block after a format change (or
-    // the first of a query) starts its own copies (one memory latency).
-    auto block = [&](auto f, int b) {
-      constexpr int F = decltype(f)::value;
-      constexpr int kStride = F == 2 ? kKvFp4RowBytes : kKvFp8RowBytes;
-      constexpr int kDepth = kRingBytes / kStride;
-      static_assert(kDepth >= 2 && kDepth < kRowsPerWarp, "ring depth");
-      const int gb = gb0 + b, tile = gb & 1;
-      const int32_t nn = block_indices(b + 2);
-      if (b == 0 || format(b - 1) != F) {
-        slot = 0;
+  // This block (t, b); the block k later is (t + q G, (b + k) - q num_blocks), q = (b + k) /
+  // num_blocks (k <= 2, so at most two wraps; recomputed rather than kept: registers).
+  // (Query numbers fit an int: the Q tensor map's 2^32 rows bound them to 2^26.)
+  int t = blockIdx.x, b = 0;
+  auto later_indices = [&](int k) {
+    int bk = b + k, tk = t;
+    while (bk >= num_blocks) {
+      bk -= num_blocks;
+      tk += gridDim.x;
+    }
+    return block_indices(tk, bk);
+  };
+  auto later_block = [&](int k) {
+    int bk = b + k;
+    while (bk >= num_blocks) bk -= num_blocks;
+    return bk;
+  };
+  int32_t cur = block_indices(t, b), nxt = later_indices(1);
+  RowShare share[kLead];
 #pragma unroll
-        for (int i = 0; i < kDepth; ++i) {
-          copy_row(b, i, __shfl_sync(0xffffffffu, cur, i), i, kStride);
-          cp_async_commit();
-        }
-      }
-      const bool stream_on = b + 1 < num_blocks && format(b + 1) == F;
-      if (gb >= 2) mbar::wait(bars.empty(tile), ((gb >> 1) - 1) & 1);
-      tr.mark(3, gb);
-      uint8_t* ks = smem + SLayout::kK + tile * kTile;
+  for (int i = 0; i < kLead; ++i) {
+    share[i] = load_share(a, fp8_key(0, i), __shfl_sync(0xffffffffu, cur, i), lane, do_load);
+  }
+
+  auto block = [&](auto f, int gb) {
+    constexpr int F = decltype(f)::value;
+    const int tile = gb & 1;
+    const int32_t nn = later_indices(2);
+    if (b == 0) tr.mark(1, gb);
+    if (gb >= 2) mbar::wait(bars.empty(tile), ((gb >> 1) - 1) & 1);
+    tr.mark(3, gb);
+    uint8_t* ks = smem + SLayout::kK + tile * kTile;
 #pragma unroll
-      for (int i = 0; i < kRowsPerWarp; ++i) {
-        const int k = kRowsPerWarp * pw + i;
-        const int32_t row = __shfl_sync(0xffffffffu, cur, i);
-        cp_async_wait<kDepth - 1>();  // this row's group
-        __syncwarp();
-        const uint8_t* src = ring + slot * kStride;
-        uint4 lo = make_uint4(0, 0, 0, 0), hi = lo;
-        if (do_decode && row >= 0) {  // warp-uniform
-          uint32_t v[8];
-          if (F == 1 || (F == 0 && b * 64 + k < num_win)) {
-            decode_fp8x16(*reinterpret_cast<const uint4*>(src + lane * 16), src[512 + lane / 2], v);
-          } else {
-            decode_fp4x16(*reinterpret_cast<const uint2*>(src + lane * 8), src[256 + lane], v);
-          }
-          lo = make_uint4(v[0], v[1], v[2], v[3]);
-          hi = make_uint4(v[4], v[5], v[6], v[7]);
-        }
-        // Chunks 2l, 2l + 1; lanes of odd sub-tiles store the odd chunk first, so that each
-        // store covers all eight 16-byte bank groups (4 wavefronts, not 8).
-        const int odd = (lane >> 2) & 1;
-        *reinterpret_cast<uint4*>(ks + sw128(k, 2 * lane + odd)) = odd ? hi : lo;
-        *reinterpret_cast<uint4*>(ks + sw128(k, 2 * lane + 1 - odd)) = odd ? lo : hi;
-        __syncwarp();  // every lane is done with the slot
-        // The row kDepth later in the warp's sequence into the same slot (the next block's while
-        // the format stays).
-        const int i2 = i + kDepth;
-        if (i2 < kRowsPerWarp) {
-          copy_row(b, i2, __shfl_sync(0xffffffffu, cur, i2), slot, kStride);
-        } else {
-          const int32_t next = __shfl_sync(0xffffffffu, nxt, (i2 - kRowsPerWarp) & 31);
-          copy_row(b + 1, i2 - kRowsPerWarp, stream_on ? next : -1, slot, kStride);
-        }
-        cp_async_commit();
-        slot = slot + 1 == kDepth ? 0 : slot + 1;
+    for (int i = 0; i < kRowsPerWarp; ++i) {
+      RowShare& s = share[i % kLead];
+      const bool fp8 = F == 1 || (F == 0 && fp8_key(b, i));
+      uint32_t v[8];
+      if (fp8) {
+        const uint4 c = odd ? make_uint4(s.codes.z, s.codes.w, s.codes.x, s.codes.y) : s.codes;
+        decode_fp8x16(c, s.scale, v);
+      } else {
+        const uint2 c = odd ? make_uint2(s.codes.y, s.codes.x) : make_uint2(s.codes.x, s.codes.y);
+        decode_fp4x16(c, s.scale, v);
       }
-      const uint32_t valid = __ballot_sync(0xffffffffu, cur >= 0) & 0xffu;
-      if (lane == 0) smem[SLayout::kValid + tile * 8 + pw] = static_cast<uint8_t>(valid);
-      wg::fence_proxy_async();
-      mbar::arrive(bars.full(tile));
-      tr.mark(4, gb);
-      cur = nxt;
-      nxt = nn;
-    };
-    for (int b = 0; b < num_blocks; ++b) {
-      switch (format(b)) {
-        case 1:
-          block(std::integral_constant<int, 1>{}, b);
-          break;
-        case 2:
-          block(std::integral_constant<int, 2>{}, b);
-          break;
-        default:
-          block(std::integral_constant<int, 0>{}, b);
-          break;
+      if (!do_decode) {
+#pragma unroll
+        for (int w = 0; w < 8; ++w) v[w] = 0;
+      }
+      *reinterpret_cast<uint4*>(ks + (off_first ^ (i << 4)) + i * 128) =
+          make_uint4(v[0], v[1], v[2], v[3]);
+      *reinterpret_cast<uint4*>(ks + (off_first ^ (i << 4) ^ 16) + i * 128) =
+          make_uint4(v[4], v[5], v[6], v[7]);
+      // The row kLead later in the warp's sequence into the freed slot (the next block's for
+      // the last kLead rows).
+      const int i2 = i + kLead;
+      if (i2 < kRowsPerWarp) {
+        const bool fp8_2 = F == 1 || (F == 0 && fp8_key(b, i2));
+        s = load_share(a, fp8_2, __shfl_sync(0xffffffffu, cur, i2), lane, do_load);
+      } else {
+        s = load_share(a, fp8_key(later_block(1), i2 - kRowsPerWarp),
+                       __shfl_sync(0xffffffffu, nxt, i2 - kRowsPerWarp), lane, do_load);
       }
     }
+    const uint32_t valid = __ballot_sync(0xffffffffu, cur >= 0) & 0xffu;
+    if (lane == 0) smem[SLayout::kValid + tile * 8 + pw] = static_cast<uint8_t>(valid);
+    // No proxy fence here: it compiles to MEMBAR.ALL.CTA, which would wait for the next block's
+    // loads in flight (one memory latency a block, measured); the owner consumer fences after
+    // its wait on `full`, on the causality path from these stores to every wgmma that reads them.
+    mbar::arrive(bars.full(tile));
+    tr.mark(4, gb);
+    cur = nxt;
+    nxt = nn;
+    if (++b == num_blocks) {
+      b = 0;
+      t += gridDim.x;
+    }
+  };
+  for (int gb = 0; t < a.num_queries; ++gb) {
+    switch (format(b)) {
+      case 1:
+        block(std::integral_constant<int, 1>{}, gb);
+        break;
+      case 2:
+        block(std::integral_constant<int, 2>{}, gb);
+        break;
+      default:
+        block(std::integral_constant<int, 0>{}, gb);
+        break;
+    }
   }
-  cp_async_wait<0>();
+  tr.flush(a, smem, 2);
 }
 
 #endif  // DI_WGMMA_ENABLED
