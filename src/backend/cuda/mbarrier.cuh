@@ -54,6 +54,22 @@ __device__ __forceinline__ void arrive(uint32_t bar) {
 #endif
 }
 
+// Whether the phase with this parity has completed, without waiting (test_wait).
+__device__ __forceinline__ bool ready(uint32_t bar, uint32_t parity) {
+#if DI_MBARRIER_ENABLED
+  uint32_t done = 0;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+#else
+  return true;
+#endif
+}
+
 __device__ __forceinline__ void wait(uint32_t bar, uint32_t parity) {
 #if DI_MBARRIER_ENABLED
   uint32_t done = 0;

@@ -85,6 +85,29 @@ __device__ __forceinline__ void pv_issue(float (&o)[128],
   wg::wgmma_commit();
 }
 
+// The same with P read by the tensor cores from a P tile (64 heads x 64 keys bf16, K-major,
+// 128-byte swizzled: swz(row, chunk, 8)) instead of registers: the same operands, so the same
+// bits (tested), and no registers held while the group runs.
+__device__ __forceinline__ void pv_issue_ss(
+    float (&o)[128], uint32_t p_addr, const float (&resc)[2], uint32_t tile_addr, int c) {
+  if (!__all_sync(0xffffffffu, resc[0] == 1.0f && resc[1] == 1.0f)) {
+#pragma unroll
+    for (int i = 0; i < 128; ++i) o[i] = __fmul_rn(o[i], resc[(i >> 1) & 1]);
+  }
+  wg::fence_regs(o);
+  wg::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      wg::wgmma_m64n128k16_bf16_ss_tn(*reinterpret_cast<float(*)[64]>(o + 64 * h),
+                                      desc_k(p_addr + kk * 32),
+                                      desc_mn(tile_addr + (4 * c + 2 * h) * 8192 + kk * 2048), 1);
+    }
+  }
+  wg::wgmma_commit();
+}
+
 // The consumers (threads 0..255) over the block's queries t = blockIdx.x, + gridDim.x, ...
 // Key blocks are numbered across the queries (gb = query ordinal * num_blocks + b): tile,
 // P tile and stats tile gb % 2, owner consumer gb % 2, mbarrier phase (gb / 2) % 2.
@@ -124,9 +147,10 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
     if (num_blocks > 0) mbar::wait(bars.q(), qi & 1);
     tr.mark(10, gb0);
 
-    // PV of block x by this consumer with P from the other consumer's tile (after its pfull);
-    // returns the owner's (max, denominator) of x, read before this consumer releases the tile.
-    auto pv_from_smem = [&](int x) {
+    // Issues the PV step of block x (the other consumer's) for this consumer's dims, P read by
+    // the tensor cores from the owner's P tile (after its pfull); returns the owner's (max,
+    // denominator) of x, read before this consumer releases the tile.
+    auto pv_other_issue = [&](int x) {
       const int gx = gb0 + x, sx = gx & 1;
       mbar::wait(bars.full(sx), (gx >> 1) & 1);
       mbar::wait(bars.pfull(sx), (gx >> 1) & 1);
@@ -135,37 +159,47 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
       const float resc[2] = {st[128 + row0], st[128 + row0 + 8]};
       Rows owner;
       read_stats(st, row0, owner);
-      const uint32_t ps_a = smem_addr(p_base + sx * kPTile);
-      uint32_t pa[4][4];
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        ldsm_x4(pa[kk], ps_a + swz(16 * warp + (lane & 15), 2 * kk + (lane >> 4), 8));
-      }
-      pv_issue(o, pa, resc, k_addr + sx * kTile, c);
-      wg::wgmma_wait<0>();
-      wg::fence_regs(o);
+      pv_issue_ss(o, smem_addr(p_base + sx * kPTile), resc, k_addr + sx * kTile, c);
+      return owner;
+    };
+    // After that group has completed: block x's key tile and P tile are free for this consumer.
+    auto pv_other_release = [&](int x) {
+      const int gx = gb0 + x, sx = gx & 1;
       tr.mark(18, gx);
       mbar::arrive(bars.pempty(sx));
       mbar::arrive(bars.empty(sx));
-      return owner;
     };
 
-    // Round b (this consumer's blocks): the PV step of block b - 1 (the other consumer's: its
-    // key tile is released as soon as its P is out, so that the producer can refill it), then
-    // the S, softmax and PV steps of block b (measured against other orders on the H200:
-    // docs/notes/cuda-kernels.md, session 16).
+    // Round b (this consumer's blocks): the PV step of block b - 1 (the other consumer's), then
+    // the S step of block b issued behind it without waiting (the tensor cores run them back to
+    // back); block b - 1's tiles are released as soon as its group completes, so that the
+    // producers can refill them; then the softmax and PV steps of block b (orders measured on the
+    // H200: docs/notes/cuda-kernels.md, sessions 16 and 18).
     for (int b = (c ^ gb0) & 1; b - 1 < num_blocks; b += 2) {
       // The previous block's (max, denominator), from its owner (the other consumer).
       Rows prev;
       prev.m[0] = prev.m[1] = -1e30f;  // the CPU's finite floor
       prev.l[0] = prev.l[1] = 0.0f;
-      if (b >= 1) prev = pv_from_smem(b - 1);
+      if (b >= 1) prev = pv_other_issue(b - 1);
       if (b >= num_blocks) {
+        wg::wgmma_wait<0>();
+        wg::fence_regs(o);
+        pv_other_release(b - 1);
         run = prev;  // the last block was the other consumer's
         break;
       }
       const int gb = gb0 + b, s = gb & 1;  // s == c
       const uint32_t tile_addr = k_addr + s * kTile;
+      // S queues behind the PV group only if block b's tile is already full (warp-uniform:
+      // one vote); otherwise block b - 1's tiles are released first (waiting for the producers
+      // while holding them would stall the refill of b + 1's tile).
+      bool pv_pending = b >= 1;
+      if (pv_pending && !__all_sync(0xffffffffu, mbar::ready(bars.full(s), (gb >> 1) & 1))) {
+        wg::wgmma_wait<0>();
+        wg::fence_regs(o);
+        pv_other_release(b - 1);
+        pv_pending = false;
+      }
       mbar::wait(bars.full(s), (gb >> 1) & 1);
       // The producers' generic-proxy stores of this tile, ordered before the async proxy's reads
       // (this consumer's wgmmas, and through pfull below the other consumer's PV): a proxy fence
@@ -187,6 +221,11 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
       wg::wgmma_commit();
       tr.mark(13, gb);
       const uint64_t valid = *reinterpret_cast<const uint64_t*>(valid8 + s * 8);
+      if (pv_pending) {
+        wg::wgmma_wait<1>();  // the PV group of block b - 1
+        wg::fence_regs(o);
+        pv_other_release(b - 1);
+      }
       wg::wgmma_wait<0>();
       wg::fence_regs(sacc);
       tr.mark(12, gb);

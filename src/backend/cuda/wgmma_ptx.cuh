@@ -238,6 +238,24 @@ __device__ __forceinline__ void wgmma_m64n128k16_bf16_rs_tn(float (&d)[64],
   DI_WGMMA_M64N128K16_RS("bf16", "1");
 }
 
+// D[64 x 128] (+)= A[64 x 16] . B[16 x 128] in fp32 from bf16 with A a K-major shared tile
+// (desc_sw128) and B MN-major as above: the seesaw kernel's PV step of the other consumer's
+// block, its P read where the owner published it.
+__device__ __forceinline__ void wgmma_m64n128k16_bf16_ss_tn(float (&d)[64],
+                                                            uint64_t a,
+                                                            uint64_t b,
+                                                            int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"
+      " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
+      "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, "
+      "%37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, "
+      "%55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1;\n}\n"
+      : DI_WGMMA_D64
+      : "l"(a), "l"(b), "r"(scale_d));
+}
+
 // The same with f16 operands (the routed experts' wgmma kernel, moe_wgmma_pipe.cuh).
 __device__ __forceinline__ void wgmma_m64n128k16_f16_rs(float (&d)[64],
                                                         const uint32_t (&a)[4],
