@@ -4,9 +4,9 @@
 //
 // One block of four warpgroups per SM, over queries blockIdx.x, + gridDim.x, ... (persistent:
 // the next query's first key blocks are gathered during this one's last PV steps and epilogue):
-//  - two producer warpgroups (sparse_attention_seesaw_producer.cuh) gather each 64-key block's
-//    stored rows with cp.async and decode them into one of two bf16 key tiles; mbarriers
-//    full / empty hand the tiles over; Q comes in by TMA (mbarrier q);
+//  - two producer warpgroups (sparse_attention_seesaw_producer.cuh) load each 64-key block's
+//    stored rows into registers two rows ahead and decode them into one of two bf16 key tiles;
+//    mbarriers full / empty hand the tiles over; Q comes in by TMA (mbarrier q);
 //  - consumer c (warpgroups 0 and 1) owns the key blocks with c == b % 2 (b numbered across the
 //    block's queries, so the owner of a query's first block alternates when a query has an odd
 //    number of them): S = Q K^T as 32
@@ -15,11 +15,12 @@
 //    quad: no block barrier), P = bf16(p) to shared memory for the other consumer and the
 //    block's (max, denominator, rescale) per head beside it (mbarriers pfull / pempty);
 //  - both consumers run the PV step of every block in key order for their half of the value
-//    dims: O[64 heads x 256 dims] = O * rescale + P V as 8 wgmma.m64n128k16 (P from registers,
-//    the value tile MN-major: N = dims contiguous). A consumer's round for its block b starts
-//    with the PV step of block b - 1 (the other consumer's), so that tile is released as soon as
-//    its P is out; then S, softmax and PV of b. While one consumer's softmax runs, the other
-//    one's MMAs use the tensor cores ("seesaw");
+//    dims: O[64 heads x 256 dims] = O * rescale + P V as 8 wgmma.m64n128k16 (P from registers
+//    for the owner, from the owner's P tile for the other consumer; the value tile MN-major:
+//    N = dims contiguous). A consumer's round for its block b starts with the PV step of block
+//    b - 1 (the other consumer's), so that tile is released as soon as its P is out, with the S
+//    step of b queued behind it when b's tile is already full; then softmax and PV of b. While
+//    one consumer's softmax runs, the other one's MMAs use the tensor cores ("seesaw");
 //  - the epilogue divides by the denominators (attn::ExactDivider: __fdiv_rn's bits without its
 //    per-division branch), stages O in Q's tile by stmatrix and writes it out by TMA, then loads
 //    the next query's Q.
@@ -29,7 +30,7 @@
 // products one chain of 4 k16 steps per block in key order after the same rescale multiply, the
 // same final division. So the output bits equal the mma.sync kernel's whenever a wgmma k16 step
 // rounds as an mma.sync k16 step does (tested: cuda_sparse_attention_fp8_test.cc). Measured on
-// the H200 and what was tried: docs/notes/cuda-kernels.md, sessions 16 and 17.
+// the H200 and what was tried: docs/notes/cuda-kernels.md, sessions 16 to 18.
 #include <algorithm>
 
 #include "backend/cuda/grid_dependency.cuh"
