@@ -299,8 +299,9 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
         st[128 + row0] = resc[0];
         st[128 + row0 + 8] = resc[1];
       }
-      // (P is read by ldmatrix, the generic proxy; this fence is the other consumer's for the key
-      // tile, which it waits on pfull to read.)
+      // P and the key tile are read by the other consumer's wgmmas (the async proxy) after its
+      // wait on pfull: this fence orders both (the tile's stores through this consumer's wait on
+      // full).
       wg::fence_proxy_async();
       mbar::arrive(bars.pfull(s));
       tr.mark(16, gb);
