@@ -59,18 +59,24 @@ __device__ __forceinline__ void read_stats(const float* st, int row0, Rows& r) {
   r.l[1] = st[64 + row0 + 8];
 }
 
-// Issues O = O * rescale (skipped when every factor of the warp is 1: x * 1 is exact) + P V for
-// the block in `tile`, this consumer's 256 dims, as one wgmma group; the caller waits for it.
+// O = O * rescale for the thread's rows g and g + 8, skipped when every factor of the warp is 1
+// (x * 1 is exact).
+__device__ __forceinline__ void rescale_rows(float (&o)[128], const float (&resc)[2]) {
+  if (!__all_sync(0xffffffffu, resc[0] == 1.0f && resc[1] == 1.0f)) {
+#pragma unroll
+    for (int i = 0; i < 128; ++i) o[i] = __fmul_rn(o[i], resc[(i >> 1) & 1]);
+  }
+}
+
+// Issues O = O * rescale (rescale_rows) + P V for the block in `tile`, this consumer's 256 dims,
+// as one wgmma group; the caller waits for it.
 // pa: P's A fragments for the 4 k16 steps (registers the group reads until it completes).
 __device__ __forceinline__ void pv_issue(float (&o)[128],
                                          const uint32_t (&pa)[4][4],
                                          const float (&resc)[2],
                                          uint32_t tile_addr,
                                          int c) {
-  if (!__all_sync(0xffffffffu, resc[0] == 1.0f && resc[1] == 1.0f)) {
-#pragma unroll
-    for (int i = 0; i < 128; ++i) o[i] = __fmul_rn(o[i], resc[(i >> 1) & 1]);
-  }
+  rescale_rows(o, resc);
   wg::fence_regs(o);
   wg::wgmma_fence();
 #pragma unroll
@@ -91,10 +97,7 @@ __device__ __forceinline__ void pv_issue(float (&o)[128],
 // bits (tested), and no registers held while the group runs.
 __device__ __forceinline__ void pv_issue_ss(
     float (&o)[128], uint32_t p_addr, const float (&resc)[2], uint32_t tile_addr, int c) {
-  if (!__all_sync(0xffffffffu, resc[0] == 1.0f && resc[1] == 1.0f)) {
-#pragma unroll
-    for (int i = 0; i < 128; ++i) o[i] = __fmul_rn(o[i], resc[(i >> 1) & 1]);
-  }
+  rescale_rows(o, resc);
   wg::fence_regs(o);
   wg::wgmma_fence();
 #pragma unroll
