@@ -24,10 +24,23 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
   return *reinterpret_cast<uint32_t*>(&r);
 }
 
-// Two e4m3 bytes (in bits 0-7 and 16-23 of u) placed as bf16 fields: value = e4m3 * 2^-120,
-// subnormal codes included (they land on bf16 subnormals with the same scaling).
-__device__ __forceinline__ uint32_t e4m3_pair_bits(uint32_t u) {
-  return ((u & 0x00800080u) << 8) | ((u & 0x007f007fu) << 4);
+// prmt.b32 in its default mode, where a selector nibble with bit 3 set gives the selected byte's
+// sign bit in all eight bits (__byte_perm is documented with three-bit selectors only).
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+
+// Bytes k and k + 1 of w (k even), each an e4m3 code, as the two bf16 fields of a word:
+// value = e4m3 * 2^-120, subnormal codes included (they land on bf16 subnormals with the same
+// scaling). The prmt sign-extends each byte to 16 bits, so after the shift by 4 the sign is in
+// bit 15 and the magnitude in bits 4-10; the mask clears the copies of the sign in between.
+// Three integer instructions a pair (a shift-and-mask per field took five).
+template <int k>
+__device__ __forceinline__ uint32_t e4m3_pair_bits(uint32_t w) {
+  constexpr uint32_t sel = k | (k + 8) << 4 | (k + 1) << 8 | (k + 9) << 12;
+  return (prmt(w, 0, sel) << 4) & 0x87f087f0u;
 }
 
 // 16 e4m3 codes (one 16-byte load) with ue8m0 scale byte e -> 16 bf16 (8 words) times 2^-32.
@@ -38,14 +51,9 @@ __device__ __forceinline__ void decode_fp8x16(const uint4 codes, uint32_t e, uin
   const uint32_t w[4] = {codes.x, codes.y, codes.z, codes.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    out[2 * i] = bf16x2_mul(e4m3_pair_bits(__byte_perm(w[i], 0, 0x4140)), mult);
-    out[2 * i + 1] = bf16x2_mul(e4m3_pair_bits(__byte_perm(w[i], 0, 0x4342)), mult);
+    out[2 * i] = bf16x2_mul(e4m3_pair_bits<0>(w[i]), mult);
+    out[2 * i + 1] = bf16x2_mul(e4m3_pair_bits<2>(w[i]), mult);
   }
-}
-
-// Two e2m1 nibbles (bits 0-3 and 16-19 of u) as bf16 fields: value = e2m1 * 2^-126.
-__device__ __forceinline__ uint32_t e2m1_pair_bits(uint32_t u) {
-  return ((u & 0x00080008u) << 12) | ((u & 0x00070007u) << 6);
 }
 
 // 16 e2m1 codes (8 bytes, dim 2i in the low nibble of byte i) with e4m3 scale byte s -> 16 bf16
@@ -54,21 +62,22 @@ __device__ __forceinline__ void decode_fp4x16(const uint2 codes, uint32_t s, uin
   // 2^126 (code placement) * scale * 2^-32 = scale * 2^94, at most 448 * 2^94: a normal bf16.
   // The scale's bits placed as for e4m3_pair_bits (value * 2^-120), then * 2^107 * 2^107: exact
   // (the intermediate e4m3 * 2^-13 is normal), branch-free.
-  const float sv = __uint_as_float(e4m3_pair_bits(s) << 16);
+  const float sv = __uint_as_float(e4m3_pair_bits<0>(s) << 16);
   const float mf = __fmul_rn(__fmul_rn(sv, 1.6225927682921336e32f), 1.6225927682921336e32f);
   const uint32_t m = __float_as_uint(mf) >> 16;
   const uint32_t mult = m | (m << 16);
   const uint32_t w[2] = {codes.x, codes.y};
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
+    // The low and the high nibble of each byte, each in the low bits of its byte.
+    const uint32_t lo = w[i] & 0x0f0f0f0fu, hi = (w[i] >> 4) & 0x0f0f0f0fu;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint32_t u = __byte_perm(w[i], 0, h == 0 ? 0x4140 : 0x4342);  // bytes 2h, 2h+1
-      const uint32_t even = e2m1_pair_bits(u);      // dims 4q, 4q+2 (low nibbles)
-      const uint32_t odd = e2m1_pair_bits(u >> 4);  // dims 4q+1, 4q+3
-      const int q = 2 * i + h;
-      out[2 * q] = bf16x2_mul(__byte_perm(even, odd, 0x5410), mult);
-      out[2 * q + 1] = bf16x2_mul(__byte_perm(even, odd, 0x7632), mult);
+    for (int k = 0; k < 4; ++k) {
+      // Byte k's nibbles n in the two 16-bit fields (a sign-extended nibble byte is zero), then
+      // the bf16 field (n & 8) << 12 | (n & 7) << 6 (value = e2m1 * 2^-126) as one multiply-add:
+      // n * 64 + (n & 8) * 4032. No carry crosses a field (at most 33216).
+      const uint32_t n = prmt(lo, hi, k | (k + 8) << 4 | (k + 4) << 8 | (k + 8) << 12);
+      out[4 * i + k] = bf16x2_mul((n & 0x00080008u) * 4032u + (n << 6), mult);
     }
   }
 }

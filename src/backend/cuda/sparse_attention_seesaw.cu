@@ -30,7 +30,7 @@
 // products one chain of 4 k16 steps per block in key order after the same rescale multiply, the
 // same final division. So the output bits equal the mma.sync kernel's whenever a wgmma k16 step
 // rounds as an mma.sync k16 step does (tested: cuda_sparse_attention_fp8_test.cc). Measured on
-// the H200 and what was tried: docs/notes/cuda-kernels.md, sessions 16 to 18.
+// the H200 and what was tried: docs/notes/cuda-kernels.md, sessions 16 to 19.
 #include <algorithm>
 
 #include "backend/cuda/grid_dependency.cuh"
@@ -79,6 +79,7 @@ __device__ __forceinline__ void pv_issue(float (&o)[128],
   rescale_rows(o, resc);
   wg::fence_regs(o);
   wg::wgmma_fence();
+  const uint32_t v_lo = desc_mn_lo(tile_addr + 4 * c * 8192);
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
     // Keys 16 kk .. 16 kk + 15 (two 8-row groups), dims from sub-tile 4c, as two N = 128 halves
@@ -86,7 +87,7 @@ __device__ __forceinline__ void pv_issue(float (&o)[128],
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       wg::wgmma_m64n128k16_bf16_rs_tn(*reinterpret_cast<float(*)[64]>(o + 64 * h), pa[kk],
-                                      desc_mn(tile_addr + (4 * c + 2 * h) * 8192 + kk * 2048), 1);
+                                      desc(v_lo + (2 * h * 8192 + kk * 2048) / 16), 1);
     }
   }
   wg::wgmma_commit();
@@ -100,13 +101,14 @@ __device__ __forceinline__ void pv_issue_ss(
   rescale_rows(o, resc);
   wg::fence_regs(o);
   wg::wgmma_fence();
+  const uint32_t p_lo = desc_k_lo(p_addr), v_lo = desc_mn_lo(tile_addr + 4 * c * 8192);
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       wg::wgmma_m64n128k16_bf16_ss_tn(*reinterpret_cast<float(*)[64]>(o + 64 * h),
-                                      desc_k(p_addr + kk * 32),
-                                      desc_mn(tile_addr + (4 * c + 2 * h) * 8192 + kk * 2048), 1);
+                                      desc(p_lo + kk * 32 / 16),
+                                      desc(v_lo + (2 * h * 8192 + kk * 2048) / 16), 1);
     }
   }
   wg::wgmma_commit();
@@ -121,7 +123,10 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
                                         uint8_t* smem,
                                         const Bars& bars,
                                         int num_blocks) {
-  const int c = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+  // The warpgroup through a shuffle from lane 0: the compiler then knows it is warp-uniform and
+  // keeps the descriptors' arithmetic in uniform registers (as CUTLASS does).
+  const int c = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x >> 7), 0);
+  const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
   const int g = lane >> 2, tq = lane & 3;
   const int row0 = 16 * warp + g;
   const uint32_t q_addr = smem_addr(smem + SLayout::kQ);
@@ -217,10 +222,11 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
       for (int i = 0; i < 32; ++i) sacc[i] = 0.0f;
       wg::fence_regs(sacc);
       wg::wgmma_fence();
+      const uint32_t q_lo = desc_k_lo(q_addr), k_lo = desc_k_lo(tile_addr);
 #pragma unroll
       for (int kk = 0; kk < kKvDim / 16; ++kk) {
-        const uint32_t off = (kk >> 2) * 8192 + (kk & 3) * 32;
-        wg::wgmma_m64n64k16_bf16_ss(sacc, desc_k(q_addr + off), desc_k(tile_addr + off), 1);
+        const uint32_t off = ((kk >> 2) * 8192 + (kk & 3) * 32) / 16;
+        wg::wgmma_m64n64k16_bf16_ss(sacc, desc(q_lo + off), desc(k_lo + off), 1);
       }
       wg::wgmma_commit();
       tr.mark(13, gb);
@@ -366,6 +372,8 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
   tr.flush(a, smem, c);
 }
 
+// kAblate: the benchmark's variant that honours args.ablate bits 0 and 1 (producer.cuh).
+template <bool kAblate>
 __global__ void __launch_bounds__(kThreads, 1)
     sparse_attention_seesaw_kernel(SparseAttentionFp8Args a,
                                    const __grid_constant__ CUtensorMap q_map,
@@ -393,7 +401,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   if (threadIdx.x >= 256) {
     wg::setmaxnreg_dec<kProducerRegs>();
-    produce(a, smem, bars, num_blocks);
+    produce<kAblate>(a, smem, bars, num_blocks);
   } else {
     wg::setmaxnreg_inc<256 - kProducerRegs>();
     consume(a, &q_map, &out_map, smem, bars, num_blocks);
@@ -402,6 +410,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
 #else
 
+template <bool kAblate>
 __global__ void sparse_attention_seesaw_kernel(SparseAttentionFp8Args,
                                                const __grid_constant__ CUtensorMap,
                                                const __grid_constant__ CUtensorMap) {
@@ -426,14 +435,16 @@ cudaError_t sparse_attention_seesaw(const SparseAttentionFp8Args& a, int sms, cu
                            2 * kKvDim, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B);
   }
   if (e != cudaSuccess) return e;
-  e = cudaFuncSetAttribute(seesaw::sparse_attention_seesaw_kernel,
-                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  auto* kernel = (a.ablate & 3) != 0 ? seesaw::sparse_attention_seesaw_kernel<true>
+                                     : seesaw::sparse_attention_seesaw_kernel<false>;
+  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(bytes));
   if (e != cudaSuccess) return e;
   // Persistent: one block per SM at most, each over queries blockIdx.x + k * gridDim.x (which
   // block runs a query does not change its bits).
   const int64_t blocks = std::min<int64_t>(a.num_queries, std::max(sms, 1));
-  pdl::launch_dependent(seesaw::sparse_attention_seesaw_kernel, dim3(static_cast<unsigned>(blocks)),
-                        dim3(seesaw::kThreads), bytes, stream, a, q_map, out_map);
+  pdl::launch_dependent(kernel, dim3(static_cast<unsigned>(blocks)), dim3(seesaw::kThreads), bytes,
+                        stream, a, q_map, out_map);
   return cudaGetLastError();
 }
 

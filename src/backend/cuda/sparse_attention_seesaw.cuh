@@ -52,14 +52,26 @@ __device__ __forceinline__ uint32_t sw128(int r, int c) {
   return static_cast<uint32_t>((c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4));
 }
 
-// K-major descriptor (S step): 8-row groups 1024 bytes apart, 128-byte swizzle.
-__device__ __forceinline__ uint64_t desc_k(uint32_t addr) {
-  return (uint64_t{0x40000040} << 32) | ((addr & 0x3FFFF) >> 4) | (1u << 16);
+// A descriptor is a constant high word (128-byte swizzle, stride byte offset 1024) and a low word
+// (the shared address / 16 in bits 0-13, the leading byte offset / 16 in bits 16-29). Shared
+// addresses are below 2^18 (227 KB), so the low word of the descriptor at addr + off is the one at
+// addr plus off / 16 (no carry leaves bits 0-13): the k steps' descriptors are one add each from
+// a base computed once (session 19: the compiler rebuilt each from the address, about ten
+// instructions per wgmma on the consumers' critical path).
+inline constexpr uint32_t kDescHi = 0x40000040u;
+__device__ __forceinline__ uint64_t desc(uint32_t lo) {
+  return (uint64_t{kDescHi} << 32) | lo;
 }
-// MN-major descriptor (PV step, B = values [keys][dims], dims contiguous): 64-dim sub-tiles 8192
-// bytes apart (leading byte offset), 8-key groups 1024 bytes apart (stride byte offset).
-__device__ __forceinline__ uint64_t desc_mn(uint32_t addr) {
-  return (uint64_t{0x40000040} << 32) | ((addr & 0x3FFFF) >> 4) | ((8192u >> 4) << 16);
+// The low word of the K-major descriptor (S step; P in the SS PV step): 8-row groups 1024 bytes
+// apart, 128-byte swizzle.
+__device__ __forceinline__ uint32_t desc_k_lo(uint32_t addr) {
+  return ((addr & 0x3FFFF) >> 4) | (1u << 16);
+}
+// The low word of the MN-major descriptor (PV step, B = values [keys][dims], dims contiguous):
+// 64-dim sub-tiles 8192 bytes apart (leading byte offset), 8-key groups 1024 bytes apart (stride
+// byte offset).
+__device__ __forceinline__ uint32_t desc_mn_lo(uint32_t addr) {
+  return ((addr & 0x3FFFF) >> 4) | ((8192u >> 4) << 16);
 }
 
 // Benchmark only (args.ablate bit 6): thread 0 of each warpgroup of block kTraceBlock records

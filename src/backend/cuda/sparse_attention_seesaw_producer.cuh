@@ -57,18 +57,37 @@ __device__ __forceinline__ void ld_nc_u8(uint32_t& v, const uint8_t* p, bool on)
       : "memory");
 }
 
+// This lane's addresses in FP4 row 0 (its 8 code bytes and its scale byte), so that a row's two
+// addresses are one multiply-add each.
+struct Fp4LaneBases {
+  const uint8_t* codes;
+  const uint8_t* scale;
+};
+
 // Issues this lane's loads of stored row `row` (-1: none) in the FP8 (fp8) or FP4 format.
-__device__ __forceinline__ RowShare
-load_share(const SparseAttentionFp8Args& a, bool fp8, int32_t row, int lane, bool enabled) {
+__device__ __forceinline__ RowShare load_share(const SparseAttentionFp8Args& a,
+                                               const Fp4LaneBases& fp4,
+                                               bool fp8,
+                                               int32_t row,
+                                               int lane,
+                                               bool enabled) {
   RowShare s{make_uint4(0, 0, 0, 0), 0};
   const bool on = row >= 0 && enabled;
   const int32_t r = max(row, 0);
-  const uint8_t* base =
-      fp8 ? attn::fp8_row(a, r) : a.extra_kv + static_cast<int64_t>(r) * kKvFp4RowBytes;
-  const uint8_t* codes = base + (fp8 ? 16 * lane : 8 * lane);
+  const uint8_t* codes;
+  const uint8_t* scale;
+  if (fp8) {
+    const uint8_t* base = attn::fp8_row(a, r);
+    codes = base + 16 * lane;
+    scale = base + 512 + lane / 2;
+  } else {
+    const int64_t off = static_cast<int64_t>(r) * kKvFp4RowBytes;
+    codes = fp4.codes + off;
+    scale = fp4.scale + off;
+  }
   ld_nc_v4(s.codes, codes, on && fp8);
   ld_nc_v2(s.codes, codes, on && !fp8);
-  ld_nc_u8(s.scale, base + (fp8 ? 512 + lane / 2 : 256 + lane), on);
+  ld_nc_u8(s.scale, scale, on);
   return s;
 }
 
@@ -78,17 +97,18 @@ load_share(const SparseAttentionFp8Args& a, bool fp8, int32_t row, int lane, boo
 // rows across the blocks and queries, loaded kLead rows ahead into registers. Lane l decodes dims
 // 16 l .. 16 l + 15 into the tile. Two warpgroups keep two warps per scheduler on the per-row
 // dependency chains (one left the consumers waiting: docs/notes/cuda-kernels.md, session 16).
+// kAblate: the benchmark's variant, where args.ablate bits 0 and 1 leave out the loads and the
+// decode (a select per decoded word in every row otherwise).
+template <bool kAblate>
 __device__ __forceinline__ void produce(const SparseAttentionFp8Args& a,
                                         uint8_t* smem,
                                         const Bars& bars,
                                         int num_blocks) {
   const int ptid = threadIdx.x - 256, pw = ptid >> 5, lane = threadIdx.x & 31;
   const int num_win = a.num_indices;
-  const bool do_load = !(a.ablate & 1), do_decode = !(a.ablate & 2);
+  const bool do_load = !kAblate || !(a.ablate & 1), do_decode = !kAblate || !(a.ablate & 2);
   if (num_blocks <= 0) return;
   Trace tr(a, smem, 2);
-  // A block's storage format: 1 all FP8 rows, 2 all FP4 rows, 0 mixed (the window ends in it).
-  auto format = [&](int b) { return b * 64 + 64 <= num_win ? 1 : b * 64 >= num_win ? 2 : 0; };
   // Whether row i of this warp in block b is an FP8 (window) row.
   auto fp8_key = [&](int b, int i) { return b * 64 + kRowsPerWarp * pw + i < num_win; };
   // Lane i < 8 holds the index of the warp's row i in block b of query t (-1 past the end).
@@ -121,21 +141,22 @@ __device__ __forceinline__ void produce(const SparseAttentionFp8Args& a,
     while (bk >= num_blocks) bk -= num_blocks;
     return bk;
   };
+  const Fp4LaneBases fp4{a.extra_kv + 8 * lane, a.extra_kv + 256 + lane};
   int32_t cur = block_indices(t, b), nxt = later_indices(1);
   RowShare share[kLead];
 #pragma unroll
   for (int i = 0; i < kLead; ++i) {
-    share[i] = load_share(a, fp8_key(0, i), __shfl_sync(0xffffffffu, cur, i), lane, do_load);
+    share[i] = load_share(a, fp4, fp8_key(0, i), __shfl_sync(0xffffffffu, cur, i), lane, do_load);
   }
 
   auto block = [&](auto f, int gb) {
     constexpr int F = decltype(f)::value;
     const int tile = gb & 1;
-    const int32_t nn = later_indices(2);
     if (b == 0) tr.mark(1, gb);
     if (gb >= 2) mbar::wait(bars.empty(tile), ((gb >> 1) - 1) & 1);
     tr.mark(3, gb);
     uint8_t* ks = smem + SLayout::kK + tile * kTile;
+    int32_t nn = -1;
 #pragma unroll
     for (int i = 0; i < kRowsPerWarp; ++i) {
       RowShare& s = share[i % kLead];
@@ -156,14 +177,17 @@ __device__ __forceinline__ void produce(const SparseAttentionFp8Args& a,
           make_uint4(v[0], v[1], v[2], v[3]);
       *reinterpret_cast<uint4*>(ks + (off_first ^ (i << 4) ^ 16) + i * 128) =
           make_uint4(v[4], v[5], v[6], v[7]);
+      // The indices of the block two later, mid-block: their load and address arithmetic
+      // overlap the rows instead of adding to the time between blocks.
+      if (i == kRowsPerWarp / 2 - 1) nn = later_indices(2);
       // The row kLead later in the warp's sequence into the freed slot (the next block's for
       // the last kLead rows).
       const int i2 = i + kLead;
       if (i2 < kRowsPerWarp) {
         const bool fp8_2 = F == 1 || (F == 0 && fp8_key(b, i2));
-        s = load_share(a, fp8_2, __shfl_sync(0xffffffffu, cur, i2), lane, do_load);
+        s = load_share(a, fp4, fp8_2, __shfl_sync(0xffffffffu, cur, i2), lane, do_load);
       } else {
-        s = load_share(a, fp8_key(later_block(1), i2 - kRowsPerWarp),
+        s = load_share(a, fp4, fp8_key(later_block(1), i2 - kRowsPerWarp),
                        __shfl_sync(0xffffffffu, nxt, i2 - kRowsPerWarp), lane, do_load);
       }
     }
@@ -176,23 +200,16 @@ __device__ __forceinline__ void produce(const SparseAttentionFp8Args& a,
     tr.mark(4, gb);
     cur = nxt;
     nxt = nn;
-    if (++b == num_blocks) {
-      b = 0;
-      t += gridDim.x;
-    }
   };
-  for (int gb = 0; t < a.num_queries; ++gb) {
-    switch (format(b)) {
-      case 1:
-        block(std::integral_constant<int, 1>{}, gb);
-        break;
-      case 2:
-        block(std::integral_constant<int, 2>{}, gb);
-        break;
-      default:
-        block(std::integral_constant<int, 0>{}, gb);
-        break;
-    }
+  // The blocks of each query by format (all FP8 rows, the one where the window ends, all FP4
+  // rows), so that no block tests its format (a three-way switch a block cost about 300 cycles of
+  // uniform-datapath arithmetic and branches between blocks: session 19).
+  const int fp8_blocks = min(num_win / 64, num_blocks);
+  const int mixed_end = num_win % 64 != 0 ? min(fp8_blocks + 1, num_blocks) : fp8_blocks;
+  for (int gb = 0; t < a.num_queries; t += gridDim.x) {
+    for (b = 0; b < fp8_blocks; ++b, ++gb) block(std::integral_constant<int, 1>{}, gb);
+    for (; b < mixed_end; ++b, ++gb) block(std::integral_constant<int, 0>{}, gb);
+    for (; b < num_blocks; ++b, ++gb) block(std::integral_constant<int, 2>{}, gb);
   }
   tr.flush(a, smem, 2);
 }
