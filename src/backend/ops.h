@@ -344,7 +344,8 @@ class Ops : public Memory {
                            const float* pre /*[rows, hc]*/,
                            int hc,
                            RowsView y) const = 0;
-  // out[r, j] = bf16(post[j] * y[r] + sum_i comb[i, j] * residual[r, i]) (Block.hc_post).
+  // out[r, j] = bf16(post[j] * y[r] + sum_i comb[i, j] * residual[r, i]) (Block.hc_post). out
+  // may be residual itself (the block updates its stream in place); otherwise they do not overlap.
   virtual void hc_expand(ConstRowsView y,
                          ConstRowsView residual,
                          const HcCoefficients* coeff,

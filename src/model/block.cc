@@ -32,18 +32,10 @@ uint64_t ptr(const void* p) {
 Model::BlockRows Model::block_rows(int64_t rows, bool stream) const {
   const ModelConfig& c = config_;
   const int64_t hc = c.hc_mult, dim = c.dim;
-  const int64_t widths[] = {hc * dim,
-                            hc,
-                            kCoefficientFloats,
-                            kCoefficientFloats,
-                            dim,
-                            dim,
-                            hc * dim,
-                            hc,
-                            c.n_heads * c.head_dim,
-                            c.q_lora_rank,
-                            c.n_heads * c.head_dim,
-                            c.head_dim};
+  const int64_t widths[] = {
+      hc * dim,  hc, kCoefficientFloats,     kCoefficientFloats, dim,
+      dim,       hc, c.n_heads * c.head_dim, c.q_lora_rank,      c.n_heads * c.head_dim,
+      c.head_dim};
   BlockRows b;
   std::vector<RowsView> views;
   if (rows > kWorkspaceRows) {
@@ -79,10 +71,9 @@ Model::BlockRows Model::block_rows(int64_t rows, bool stream) const {
   b.ffn_c = views[3];
   b.u = views[4];
   b.y = views[5];
-  b.next = views[6];
-  b.attn_pre = views[7];
-  b.o = views[8];
-  b.qkv = QkvRows{views[9], views[10], views[11]};
+  b.attn_pre = views[6];
+  b.o = views[7];
+  b.qkv = QkvRows{views[8], views[9], views[10]};
   return b;
 }
 
@@ -124,8 +115,7 @@ void Model::run_block(int layer, ForwardContext& ctx, RowsView x, RowsView pre_m
 
   if (!segments || ops_->begin_segment(segment_key({base, 2}))) {
     if (backbone) output_projection(layer, b.o, b.y);
-    ops_->hc_expand(b.y, x, coefficients(b.attn_c), hc, b.next);
-    ops_->copy(b.next.data, x.data, T * x.cols);
+    ops_->hc_expand(b.y, x, coefficients(b.attn_c), hc, x);  // in place (Ops::hc_expand)
 
     // FFN site: collapse with the attention site's pre (the first member of each row's
     // coefficients)
@@ -136,8 +126,7 @@ void Model::run_block(int layer, ForwardContext& ctx, RowsView x, RowsView pre_m
     ops_->hc_collapse(x, b.attn_pre.data, hc, b.u);
     ops_->rms_norm(b.u, w.ffn_norm.data(), config_.norm_eps, b.u);
     moe(layer, &ctx, b.u, b.y);
-    ops_->hc_expand(b.y, x, coefficients(b.ffn_c), hc, b.next);
-    ops_->copy(b.next.data, x.data, T * x.cols);
+    ops_->hc_expand(b.y, x, coefficients(b.ffn_c), hc, x);
     // This block's FFN pre, in place: the attention site above was its last reader.
     ops_->copy_2d(b.ffn_c.data, kCoefficientFloats, pre_mix.data, hc, hc, T);
     if (segments) ops_->end_segment();

@@ -148,7 +148,7 @@ class Model {
   static constexpr int64_t kSideLineRows = 256;
   bool open_side_line(const ForwardContext& ctx) const;
   struct BlockRows {
-    RowsView x, pre_mix, attn_c, ffn_c, u, y, next, attn_pre, o;
+    RowsView x, pre_mix, attn_c, ffn_c, u, y, attn_pre, o;
     QkvRows qkv;  // views of the workspace in the buffers' place when `owned` is empty
     std::vector<Buffer> owned;  // more rows than the workspace holds: fresh buffers
   };

@@ -177,9 +177,16 @@ void CpuOps::hc_expand(ConstRowsView y,
                        const HcCoefficients* coeff,
                        int hc,
                        RowsView out) const {
+  const bool in_place = out.data == residual.data;
   pool_.parallel_for(y.rows, 16, [&](int64_t b, int64_t e) {
+    std::vector<float> row;  // in place: the row's copies as they were, read by every output
     for (int64_t r = b; r < e; ++r) {
-      kernels::hc_expand_token(y.row(r), residual.row(r), coeff[r], hc, y.cols, out.row(r));
+      const float* res = residual.row(r);
+      if (in_place) {
+        row.assign(res, res + residual.cols);
+        res = row.data();
+      }
+      kernels::hc_expand_token(y.row(r), res, coeff[r], hc, y.cols, out.row(r));
     }
   });
 }

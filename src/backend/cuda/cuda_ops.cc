@@ -58,6 +58,14 @@ Expected<std::unique_ptr<CudaOps>> CudaOps::create(ThreadPool& /*pool*/,
   void* pinned = nullptr;
   DI_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&pinned, Impl::kPinnedBytes, cudaHostAllocDefault));
   impl->pinned = static_cast<uint8_t*>(pinned);
+  // Small uploads read the ring from kernels where the device maps it (always under unified
+  // addressing); otherwise they stay copy-engine transfers.
+  void* pinned_device = nullptr;
+  if (cudaHostGetDevicePointer(&pinned_device, pinned, 0) == cudaSuccess) {
+    impl->pinned_device = static_cast<uint8_t*>(pinned_device);
+  } else {
+    (void)cudaGetLastError();
+  }
   DI_ASSIGN_OR_RETURN(impl->arena, cuda::DeviceArena::create(options.arena_bytes));
   // Activations come from the stream-ordered pool; keeping what it reserved makes allocation
   // inside a step a free-list operation, not a cudaMalloc.

@@ -107,7 +107,14 @@ struct CudaOps::Impl {
   static constexpr size_t kPinnedBytes = size_t{64} << 20;
   static constexpr size_t kStageMax = size_t{4} << 20;  // larger uploads go pageable
   uint8_t* pinned = nullptr;
+  uint8_t* pinned_device = nullptr;  // the ring as the device addresses it (mapped host memory)
   size_t pinned_head = 0;
+  // Uploads up to this size from the ring are kernels that read the mapped ring
+  // (cuda::upload_from_mapped); larger ones are copy-engine transfers.
+  static constexpr size_t kMappedUploadMax = size_t{64} << 10;
+  // Device copies and fills below this size are kernels (cuda::copy_2d, cuda::fill), larger ones
+  // copy-engine transfers.
+  static constexpr size_t kKernelCopyMax = size_t{8} << 20;
 
   // Segments recorded as CUDA graphs (cuda_ops_graphs.cc; Ops::begin_segment). A key's first run
   // is eager (it uploads the weights it meets), its second is captured, later ones replay.
@@ -203,7 +210,12 @@ struct CudaOps::Impl {
       }
       std::memcpy(pinned + pinned_head, host, bytes);
       src = pinned + pinned_head;
+      const size_t at = pinned_head;
       pinned_head += need;
+      if (pinned_device && bytes <= kMappedUploadMax) {
+        DI_CUDA_RETURN_IF_ERROR(cuda::upload_from_mapped(pinned_device + at, dst, bytes, stream));
+        return {};
+      }
     }
     DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
     return {};

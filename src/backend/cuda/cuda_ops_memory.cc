@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
@@ -91,6 +92,13 @@ void CudaOps::copy_2d(const float* src,
   Impl& m = *impl_;
   m.run("copy_2d", [&]() -> Status {
     if (width <= 0 || rows <= 0) return {};
+    // Small copies as a kernel (the stream's programmatic overlap goes on across it), large ones
+    // by the copy engine, whose bandwidth a kernel does not reach (and bench's floor measures).
+    if (static_cast<uint64_t>(width * rows) * sizeof(float) < Impl::kKernelCopyMax) {
+      DI_CUDA_RETURN_IF_ERROR(
+          cuda::copy_2d(src, src_stride, dst, dst_stride, width, rows, m.stream));
+      return {};
+    }
     DI_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(
         dst, sizeof(float) * static_cast<size_t>(dst_stride), src,
         sizeof(float) * static_cast<size_t>(src_stride), sizeof(float) * static_cast<size_t>(width),
@@ -100,15 +108,15 @@ void CudaOps::copy_2d(const float* src,
 }
 
 void CudaOps::fill(float* dst, float value, int64_t count) const {
-  if (value != 0.0f || std::signbit(value)) {
-    Ops::fill(dst, value, count);
-    return;
-  }
   Impl& m = *impl_;
   m.run("fill", [&]() -> Status {
     if (count <= 0 || !dst) return {};
-    DI_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(dst, 0, sizeof(float) * static_cast<size_t>(count), m.stream));
+    const size_t bytes = sizeof(float) * static_cast<size_t>(count);
+    if (bytes >= Impl::kKernelCopyMax && value == 0.0f && !std::signbit(value)) {
+      DI_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, 0, bytes, m.stream));
+      return {};
+    }
+    DI_CUDA_RETURN_IF_ERROR(cuda::fill(dst, value, count, m.stream));
     return {};
   });
 }

@@ -104,4 +104,12 @@ __device__ __forceinline__ float dot8(const float* a, const float* b, int64_t n)
   return s;
 }
 
+// prmt.b32 in its default mode, where a selector nibble with bit 3 set gives the selected byte's
+// sign bit in all eight bits (__byte_perm is documented with three-bit selectors only).
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+
 }  // namespace di::backend::cuda

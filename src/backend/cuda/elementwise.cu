@@ -170,16 +170,18 @@ __global__ void hc_expand_kernel(const float* y,
                                  float* out) {
   pdl::enter_dependent_grid();
   const int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (t >= rows * hc * dim) return;
-  const int64_t d = t % dim;
-  const int j = static_cast<int>(t / dim % hc);
-  const int64_t r = t / dim / hc;
+  if (t >= rows * dim) return;
+  const int64_t d = t % dim, r = t / dim;
   const HcCoefficients& c = coeff[r];
-  const float* res = residual + r * hc * dim;
-  float mixed = 0;
-  for (int i = 0; i < hc; ++i)
-    mixed = __fadd_rn(mixed, __fmul_rn(c.comb[i * hc + j], res[i * dim + d]));
-  out[t] = round_bf16(__fadd_rn(__fmul_rn(c.post[j], y[r * dim + d]), mixed));
+  // One thread per (row, column) reads every copy before it writes any: out may be residual.
+  float res[HcCoefficients::kMaxHc];
+  for (int i = 0; i < hc; ++i) res[i] = residual[(r * hc + i) * dim + d];
+  const float yv = y[r * dim + d];
+  for (int j = 0; j < hc; ++j) {
+    float mixed = 0;
+    for (int i = 0; i < hc; ++i) mixed = __fadd_rn(mixed, __fmul_rn(c.comb[i * hc + j], res[i]));
+    out[(r * hc + j) * dim + d] = round_bf16(__fadd_rn(__fmul_rn(c.post[j], yv), mixed));
+  }
 }
 
 // The same two ops four columns a thread (dim % 4 == 0, 16-byte aligned rows), with 32-bit
@@ -404,8 +406,9 @@ cudaError_t hc_expand(const float* y,
                           hc, static_cast<int>(dim / 4), reinterpret_cast<float4*>(out));
     return cudaGetLastError();
   }
-  pdl::launch_dependent(hc_expand_kernel, dim3(grid_for(n)), dim3(kThreads), 0, s, y, residual,
-                        coeff, rows, hc, dim, out);
+  if (hc < 1 || hc > HcCoefficients::kMaxHc) return cudaErrorInvalidValue;
+  pdl::launch_dependent(hc_expand_kernel, dim3(grid_for(rows * dim)), dim3(kThreads), 0, s, y,
+                        residual, coeff, rows, hc, dim, out);
   return cudaGetLastError();
 }
 

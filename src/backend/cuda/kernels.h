@@ -104,6 +104,20 @@ cudaError_t gather_fp8_rows(const uint8_t* data,
                             int64_t rows,
                             float* out,
                             cudaStream_t s);
+// dst[r * dst_stride + c] = src[r * src_stride + c] for r < rows, c < width (not overlapping),
+// and dst[0, n) = value: kernels, so the stream's programmatic overlap goes on across them.
+cudaError_t copy_2d(const float* src,
+                    int64_t src_stride,
+                    float* dst,
+                    int64_t dst_stride,
+                    int64_t width,
+                    int64_t rows,
+                    cudaStream_t s);
+cudaError_t fill(float* dst, float value, int64_t n, cudaStream_t s);
+// dst[0, bytes) = host_mapped[0, bytes): pinned host memory (16-byte aligned, readable up to the
+// next multiple of 16) mapped into the device's address space, copied by a kernel whose reads
+// come before its wait for the previous grid.
+cudaError_t upload_from_mapped(const void* host_mapped, void* dst, size_t bytes, cudaStream_t s);
 // dst[i][0, width) = src[i][0, width) for i < n (device pointer tables).
 cudaError_t copy_rows(
     const float* const* src, float* const* dst, int64_t n, int64_t width, cudaStream_t s);

@@ -24,14 +24,6 @@ __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
   return *reinterpret_cast<uint32_t*>(&r);
 }
 
-// prmt.b32 in its default mode, where a selector nibble with bit 3 set gives the selected byte's
-// sign bit in all eight bits (__byte_perm is documented with three-bit selectors only).
-__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
-  uint32_t d;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
-  return d;
-}
-
 // Bytes k and k + 1 of w (k even), each an e4m3 code, as the two bf16 fields of a word:
 // value = e4m3 * 2^-120, subnormal codes included (they land on bf16 subnormals with the same
 // scaling). The prmt sign-extends each byte to 16 bits, so after the shift by 4 the sign is in

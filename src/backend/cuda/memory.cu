@@ -97,6 +97,75 @@ __global__ void copy_rows_kernel(const float* const* src, float* const* dst, int
   }
 }
 
+// Strided rows as one kernel rather than a copy-engine transfer: a memcpy node between two
+// kernels ends their programmatic overlap (the next kernel starts only after the copy, and the copy
+// after the whole previous grid), and a decode step ran about ten of them.
+__global__ void copy_2d_kernel(const float* src,
+                               int64_t src_stride,
+                               float* dst,
+                               int64_t dst_stride,
+                               int64_t width,
+                               int64_t rows) {
+  pdl::enter_dependent_grid();
+  const int64_t n = width * rows;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / width, c = i - r * width;
+    dst[r * dst_stride + c] = src[r * src_stride + c];
+  }
+}
+
+// The same in float4s (width and both strides multiples of 4, 16-byte aligned rows).
+__global__ void copy_2d4_kernel(const float4* src,
+                                int64_t src_stride4,
+                                float4* dst,
+                                int64_t dst_stride4,
+                                int64_t width4,
+                                int64_t rows) {
+  pdl::enter_dependent_grid();
+  const int64_t n = width4 * rows;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / width4, c = i - r * width4;
+    dst[r * dst_stride4 + c] = src[r * src_stride4 + c];
+  }
+}
+
+__global__ void fill_kernel(float* dst, float value, int64_t n) {
+  pdl::enter_dependent_grid();
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    dst[i] = value;
+  }
+}
+
+// Host -> device from the pinned staging ring, mapped into the device's address space: each
+// thread reads its 16 bytes over PCIe before the wait for the previous grid (the host wrote them
+// before the launch, and no kernel writes them), so the read overlaps the previous kernel; only
+// the store waits. A cudaMemcpyAsync here was a copy-engine transfer between two kernels, which
+// ends their programmatic overlap; a decode step made dozens (positions, page and slot lists).
+__global__ void upload_kernel(const uint4* __restrict__ host, uint8_t* dst, int64_t bytes) {
+  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  const int64_t at = 16 * i;
+  uint4 v{};
+  if (at < bytes) v = host[i];  // the ring's slots are 256-byte aligned and sized
+  pdl::enter_dependent_grid();
+  if (at >= bytes) return;
+  if (at + 16 <= bytes && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+    *reinterpret_cast<uint4*>(dst + at) = v;
+    return;
+  }
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  for (int b = 0; b < 16 && at + b < bytes; ++b)
+    dst[at + b] = static_cast<uint8_t>(w[b / 4] >> (8 * (b % 4)));
+}
+
+// Blocks for n grid-stride items: enough to fill the device several times over at large n.
+unsigned stride_blocks(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 4096 ? b : 4096);
+}
+
 __global__ void add_rows_kernel(const float* src, int64_t cols, const int64_t* rows, float* dst) {
   pdl::enter_dependent_grid();
   const int64_t r = blockIdx.y;
@@ -216,6 +285,45 @@ cudaError_t copy_rows(
     pdl::launch_dependent(copy_rows_kernel, dim3(grid_for(rows, width)), dim3(kThreads), 0, s,
                           src + r0, dst + r0, width);
   }
+  return cudaGetLastError();
+}
+
+cudaError_t copy_2d(const float* src,
+                    int64_t src_stride,
+                    float* dst,
+                    int64_t dst_stride,
+                    int64_t width,
+                    int64_t rows,
+                    cudaStream_t s) {
+  if (width <= 0 || rows <= 0) return cudaSuccess;
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (width % 4 == 0 && src_stride % 4 == 0 && dst_stride % 4 == 0 && aligned(src) &&
+      aligned(dst)) {
+    const int64_t n = width / 4 * rows;
+    pdl::launch_dependent(copy_2d4_kernel, dim3(stride_blocks(n)), dim3(kThreads), 0, s,
+                          reinterpret_cast<const float4*>(src), src_stride / 4,
+                          reinterpret_cast<float4*>(dst), dst_stride / 4, width / 4, rows);
+  } else {
+    pdl::launch_dependent(copy_2d_kernel, dim3(stride_blocks(width * rows)), dim3(kThreads), 0, s,
+                          src, src_stride, dst, dst_stride, width, rows);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t upload_from_mapped(const void* host_mapped, void* dst, size_t bytes, cudaStream_t s) {
+  if (bytes == 0) return cudaSuccess;
+  if (reinterpret_cast<uintptr_t>(host_mapped) % 16 != 0) return cudaErrorInvalidValue;
+  const int64_t chunks = static_cast<int64_t>((bytes + 15) / 16);
+  pdl::launch_dependent(upload_kernel,
+                        dim3(static_cast<unsigned>((chunks + kThreads - 1) / kThreads)),
+                        dim3(kThreads), 0, s, static_cast<const uint4*>(host_mapped),
+                        static_cast<uint8_t*>(dst), static_cast<int64_t>(bytes));
+  return cudaGetLastError();
+}
+
+cudaError_t fill(float* dst, float value, int64_t n, cudaStream_t s) {
+  if (n <= 0) return cudaSuccess;
+  pdl::launch_dependent(fill_kernel, dim3(stride_blocks(n)), dim3(kThreads), 0, s, dst, value, n);
   return cudaGetLastError();
 }
 

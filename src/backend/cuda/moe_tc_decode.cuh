@@ -169,10 +169,11 @@ __device__ __forceinline__ void tile_product_decode(const uint16_t* q,
         const unsigned char* wr = st + L::w(m) + (fw * 16 + g) * kWRow + blk * 16 + tig * 4;
         const uint32_t lo = *reinterpret_cast<const uint32_t*>(wr);
         const uint32_t hi = *reinterpret_cast<const uint32_t*>(wr + 8 * kWRow);
-        const uint32_t a0[4] = {e2m1_pair<0>(lo), e2m1_pair<0>(hi), e2m1_pair<1>(lo),
-                                e2m1_pair<1>(hi)};
-        const uint32_t a1[4] = {e2m1_pair<2>(lo), e2m1_pair<2>(hi), e2m1_pair<3>(lo),
-                                e2m1_pair<3>(hi)};
+        uint32_t pl[4], ph[4];
+        e2m1_quad(lo, pl);
+        e2m1_quad(hi, ph);
+        const uint32_t a0[4] = {pl[0], ph[0], pl[1], ph[1]};
+        const uint32_t a1[4] = {pl[2], ph[2], pl[3], ph[3]};
         float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         mma_f16(sum, a0, b[i].x, b[i].y);
         mma_f16(sum, a1, b[i].z, b[i].w);

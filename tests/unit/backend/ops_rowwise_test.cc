@@ -179,6 +179,12 @@ TEST_F(RowOps, HyperConnectionSinkhornIsDoublyStochastic) {
         eref[(r * hc + j) * dim + d] = v;
       }
   expect_close(out, eref, 4e-3, 1e-6, "hc_expand");
+  // In place (the block updates its stream so): the same bits as into a separate buffer.
+  auto inplace = x;
+  ops_.hc_expand(ConstRowsView(y.data(), 2, dim), ConstRowsView(inplace.data(), 2, hc * dim), c, hc,
+                 RowsView{inplace.data(), 2, hc * dim});
+  ASSERT_EQ(inplace.size(), out.size());
+  EXPECT_EQ(std::memcmp(inplace.data(), out.data(), sizeof(float) * out.size()), 0);
 }
 
 TEST_F(RowOps, RouterPicksBiasedTopkAndWeightsUnbiasedScores) {

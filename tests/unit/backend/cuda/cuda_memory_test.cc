@@ -26,6 +26,20 @@ TEST_F(CudaOpsTest, BuffersRoundTripThroughDeviceMemory) {
   for (int r = 0; r < 6; ++r)
     want.insert(want.end(), host.begin() + r * 40 + 5, host.begin() + r * 40 + 15);
   expect_bitwise(s.to_host(), want, "copy_2d");
+  // Columns 8..23 (whole float4s: the vector kernel) into a [6, 20] buffer at column 4.
+  Buffer v(*gpu_, 6, 20);
+  gpu_->fill(v.data(), -0.0f, 120);
+  gpu_->copy_2d(b.data() + 8, 40, v.data() + 4, 20, 16, 6);
+  want.clear();
+  for (int r = 0; r < 6; ++r) {
+    want.insert(want.end(), 4, -0.0f);
+    want.insert(want.end(), host.begin() + r * 40 + 8, host.begin() + r * 40 + 24);
+  }
+  expect_bitwise(v.to_host(), want, "copy_2d, float4s");
+  gpu_->fill(c.data() + 1, 0.25f, 237);
+  want.assign(240, 0.0f);
+  std::fill(want.begin() + 1, want.begin() + 238, 0.25f);
+  expect_bitwise(c.to_host(), want, "fill with a value");
   EXPECT_GT(gpu_->host_syncs(), 0u);
 }
 

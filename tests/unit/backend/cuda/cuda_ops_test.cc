@@ -164,6 +164,14 @@ TEST_F(CudaOpsTest, RmsNormAndHyperConnectionsMatchCpuBitwise) {
       gpu_->hc_expand({yc.data(), rows, dim}, {res.data(), rows, hc * dim}, coeff.data(), hc,
                       {og.data(), rows, hc * dim});
       expect_bitwise(og, oc, ("hc_expand, " + what).c_str());
+      // In place (the block's update of its stream), on both backends.
+      Rows ic(res.begin(), res.end()), ig(res.begin(), res.end());
+      cpu_.hc_expand({yc.data(), rows, dim}, {ic.data(), rows, hc * dim}, coeff.data(), hc,
+                     {ic.data(), rows, hc * dim});
+      gpu_->hc_expand({yc.data(), rows, dim}, {ig.data(), rows, hc * dim}, coeff.data(), hc,
+                      {ig.data(), rows, hc * dim});
+      expect_bitwise(ic, oc, ("hc_expand in place (cpu), " + what).c_str());
+      expect_bitwise(ig, oc, ("hc_expand in place, " + what).c_str());
     }
   }
 }
