@@ -82,13 +82,17 @@ __device__ __forceinline__ uint32_t e2m1_pair(uint32_t w) {
 // 1-4 of their byte (lo), the odd ones likewise (hi); adding 7 x the sign bit (bit 4) moves it to
 // bit 7 (no carry leaves a byte: at most 30 + 112), so each byte holds an f16 high byte: the pairs
 // (2, 6) and (3, 7) are bytes 1 and 3 where they are, (0, 4) and (1, 5) bytes 0 and 2 moved up.
+// Its halves: pairs 0 and 2 come from the even nibbles, 1 and 3 from the odd ones.
+template <bool kOdd>
+__device__ __forceinline__ void e2m1_half_quad(uint32_t w, uint32_t& first, uint32_t& second) {
+  const uint32_t n = (kOdd ? w >> 3 : w << 1) & 0x1E1E1E1Eu;
+  const uint32_t y = n + 7u * (n & 0x10101010u);
+  first = prmt(y, 0u, 0x2404u);
+  second = y & 0xFF00FF00u;
+}
 __device__ __forceinline__ void e2m1_quad(uint32_t w, uint32_t (&p)[4]) {
-  const uint32_t lo = (w << 1) & 0x1E1E1E1Eu, hi = (w >> 3) & 0x1E1E1E1Eu;
-  const uint32_t ylo = lo + 7u * (lo & 0x10101010u), yhi = hi + 7u * (hi & 0x10101010u);
-  p[0] = prmt(ylo, 0u, 0x2404u);
-  p[1] = prmt(yhi, 0u, 0x2404u);
-  p[2] = ylo & 0xFF00FF00u;
-  p[3] = yhi & 0xFF00FF00u;
+  e2m1_half_quad<false>(w, p[0], p[2]);
+  e2m1_half_quad<true>(w, p[1], p[3]);
 }
 
 // The promotion scale of a weight row: its ue8m0 scale times 2^14 (undoes e2m1_pair's 2^-14).

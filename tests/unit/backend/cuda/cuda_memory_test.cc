@@ -43,6 +43,25 @@ TEST_F(CudaOpsTest, BuffersRoundTripThroughDeviceMemory) {
   EXPECT_GT(gpu_->host_syncs(), 0u);
 }
 
+// Uploads of every size class: up to 64 KB a kernel reads the mapped staging ring (whole 16-byte
+// chunks, a tail, destinations 4-byte but not 16-byte aligned), above it a copy-engine transfer.
+TEST_F(CudaOpsTest, UploadsOfAnySizeAndOffsetLand) {
+  const int64_t max_count = 16385 + 3;
+  const auto host = random_rows(static_cast<size_t>(max_count), 93);
+  Buffer dst(*gpu_, 1, max_count + 8);
+  for (int64_t count : {1, 3, 4, 5, 1000, 16383, 16384, 16385}) {
+    for (int64_t offset : {0, 1, 2, 3}) {
+      gpu_->fill(dst.data(), -1.0f, max_count + 8);
+      gpu_->upload(host.data(), dst.data() + offset, count);
+      std::vector<float> want(static_cast<size_t>(max_count + 8), -1.0f);
+      std::copy(host.begin(), host.begin() + count, want.begin() + offset);
+      const std::string what =
+          "upload of " + std::to_string(count) + " floats at +" + std::to_string(offset);
+      expect_bitwise(dst.to_host(), want, what.c_str());
+    }
+  }
+}
+
 // Op tracing's checksums computed on the device (any alignment and length, many records between
 // two takes, one of them on a side line) equal the host's definition.
 TEST_F(CudaOpsTest, ChecksumsOnTheDeviceEqualTheHostDefinition) {
