@@ -99,35 +99,18 @@ __global__ void copy_rows_kernel(const float* const* src, float* const* dst, int
 
 // Strided rows as one kernel rather than a copy-engine transfer: a memcpy node between two
 // kernels ends their programmatic overlap (the next kernel starts only after the copy, and the copy
-// after the whole previous grid), and a decode step ran about ten of them.
-__global__ void copy_2d_kernel(const float* src,
-                               int64_t src_stride,
-                               float* dst,
-                               int64_t dst_stride,
-                               int64_t width,
-                               int64_t rows) {
+// after the whole previous grid), and a decode step ran about ten of them. T: float, or float4
+// where the width and both strides are multiples of 4 and the rows 16-byte aligned (strides and
+// width then in float4s).
+template <class T>
+__global__ void copy_2d_kernel(
+    const T* src, int64_t src_stride, T* dst, int64_t dst_stride, int64_t width, int64_t rows) {
   pdl::enter_dependent_grid();
   const int64_t n = width * rows;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = i / width, c = i - r * width;
     dst[r * dst_stride + c] = src[r * src_stride + c];
-  }
-}
-
-// The same in float4s (width and both strides multiples of 4, 16-byte aligned rows).
-__global__ void copy_2d4_kernel(const float4* src,
-                                int64_t src_stride4,
-                                float4* dst,
-                                int64_t dst_stride4,
-                                int64_t width4,
-                                int64_t rows) {
-  pdl::enter_dependent_grid();
-  const int64_t n = width4 * rows;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t r = i / width4, c = i - r * width4;
-    dst[r * dst_stride4 + c] = src[r * src_stride4 + c];
   }
 }
 
@@ -299,13 +282,13 @@ cudaError_t copy_2d(const float* src,
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   if (width % 4 == 0 && src_stride % 4 == 0 && dst_stride % 4 == 0 && aligned(src) &&
       aligned(dst)) {
-    const int64_t n = width / 4 * rows;
-    pdl::launch_dependent(copy_2d4_kernel, dim3(stride_blocks(n)), dim3(kThreads), 0, s,
-                          reinterpret_cast<const float4*>(src), src_stride / 4,
-                          reinterpret_cast<float4*>(dst), dst_stride / 4, width / 4, rows);
+    pdl::launch_dependent(copy_2d_kernel<float4>, dim3(stride_blocks(width / 4 * rows)),
+                          dim3(kThreads), 0, s, reinterpret_cast<const float4*>(src),
+                          src_stride / 4, reinterpret_cast<float4*>(dst), dst_stride / 4, width / 4,
+                          rows);
   } else {
-    pdl::launch_dependent(copy_2d_kernel, dim3(stride_blocks(width * rows)), dim3(kThreads), 0, s,
-                          src, src_stride, dst, dst_stride, width, rows);
+    pdl::launch_dependent(copy_2d_kernel<float>, dim3(stride_blocks(width * rows)), dim3(kThreads),
+                          0, s, src, src_stride, dst, dst_stride, width, rows);
   }
   return cudaGetLastError();
 }
