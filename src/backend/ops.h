@@ -237,6 +237,10 @@ class Ops : public Memory {
   // Seconds the host has spent in those waits so far: a step's wall time minus its waits is the
   // host's own work (issuing the ops), which CUDA graphs remove.
   virtual double host_wait_seconds() const { return 0; }
+  // Seconds the device has sat idle after those waits so far, from the end of the work a wait
+  // waited for to the next work issued (the host's turn-around between two decode steps), for a
+  // backend created to measure it (`bench step`); 0 otherwise.
+  virtual double device_idle_seconds() const { return 0; }
   // Per-op times since the last call (and resets them), for a backend created with op
   // profiling on (`bench step --profile-ops`); empty otherwise. Waits for the device.
   virtual std::vector<OpTime> take_op_profile() const { return {}; }

@@ -25,6 +25,7 @@ Expected<std::unique_ptr<Ops>> make_plain_backend(ThreadPool& pool, const Backen
     CudaOptions co;
     co.arena_bytes = options.cuda_arena_bytes;
     co.profile_ops = options.profile_ops;
+    co.time_idle = options.time_idle;
     co.graphs = options.cuda_graphs;
     co.side_lines = options.cuda_side_lines;
     if (options.cuda_gemm == "tensor") {

@@ -22,6 +22,9 @@ struct BackendOptions {
   std::string cuda_gemm = "tensor";
   // Time every op of the cuda backend with events (Ops::take_op_profile); slows it down a little.
   bool profile_ops = false;
+  // Time the cuda backend's idle gaps after host waits (Ops::device_idle_seconds): two events a
+  // wait.
+  bool time_idle = false;
   // Replay the model's fixed runs of ops (Ops::begin_segment) as CUDA graphs.
   bool cuda_graphs = true;
   // Run the model's independent work (Ops::begin_side) on a second stream.

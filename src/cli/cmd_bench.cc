@@ -219,6 +219,9 @@ int run_bench_command(int argc, char** argv) {
   add_backend_flags(app, backend_opts);
   app.add_flag("--profile-ops", backend_opts.profile_ops,
                "time every op of the decode steps (cuda backend) and print them per step");
+  app.add_flag("--idle-clock", backend_opts.time_idle,
+               "time the device's idle gap after each host wait (cuda backend; two events per "
+               "wait, which cost the step a little)");
   DI_PARSE_FLAGS(app, argc, argv);
   kernels::sample::RowParams sample_params;
   if (!sample_spec.empty()) {
@@ -331,12 +334,14 @@ int run_bench_command(int argc, char** argv) {
   if (replay_tail > 0) replay_logits = last_logits;
   const uint64_t syncs_before_decode = ops.host_syncs();
   const double waits_before_decode = ops.host_wait_seconds();
+  const double idle_before_decode = ops.device_idle_seconds();
   const backend::Ops::SegmentStats segments_before = ops.segment_stats();
   // The prefill's ops are reported only when no decode step follows.
   const std::vector<backend::OpTime> prefill_profile = ops.take_op_profile();
   for (int i = 0; s.ok() && i < decode_steps; ++i) s = step(1, &decode_s, &decode_cpu);
   const uint64_t decode_syncs = ops.host_syncs() - syncs_before_decode;
   const double decode_wait_s = ops.host_wait_seconds() - waits_before_decode;
+  const double decode_idle_s = ops.device_idle_seconds() - idle_before_decode;
   backend::Ops::SegmentStats segments = ops.segment_stats();
   segments.replayed -= segments_before.replayed;
   segments.captured -= segments_before.captured;
@@ -429,6 +434,12 @@ int run_bench_command(int argc, char** argv) {
       std::printf("decode host: %.3f ms/step issuing ops, %.3f ms/step waiting for the device\n",
                   1e3 * (decode_s - decode_wait_s) / decode_steps,
                   1e3 * decode_wait_s / decode_steps);
+      // From the end of the work each wait waited for to the next work issued: the download,
+      // the host's bookkeeping between steps and its issue up to the first launch.
+      if (decode_idle_s > 0) {
+        std::printf("decode device idle after host waits: %.1f us/step (%.1f %% of the step)\n",
+                    1e6 * decode_idle_s / decode_steps, 100 * decode_idle_s / decode_s);
+      }
     }
     if (segments.replayed + segments.captured > 0) {
       std::printf("decode segments (CUDA graphs): %lld replayed, %lld captured, %lld eager\n",

@@ -72,7 +72,24 @@ Status Model::init_engram(const std::string& dir) {
 }
 
 Status Model::begin_forward(ForwardContext& ctx) const {
+  DI_RETURN_IF_ERROR(begin_rows(ctx));
+  return hash_engram(ctx);
+}
+
+Status Model::begin_rows(ForwardContext& ctx) const {
   if (!ctx.pool) return invalid_argument("forward: no state pool");
+  {
+    // Each sequence once (sorted: a batch of 256 took 32K comparisons pairwise).
+    std::vector<const SequenceState*> seqs;
+    seqs.reserve(ctx.chunks.size());
+    for (const SequenceChunk& ch : ctx.chunks) {
+      if (ch.seq) seqs.push_back(ch.seq);  // a missing one is reported below
+    }
+    std::sort(seqs.begin(), seqs.end());
+    if (std::adjacent_find(seqs.begin(), seqs.end()) != seqs.end()) {
+      return invalid_argument("forward: a sequence appears twice");
+    }
+  }
   ctx.tokens.clear();
   ctx.positions.clear();
   ctx.row_chunk.clear();
@@ -82,13 +99,16 @@ Status Model::begin_forward(ForwardContext& ctx) const {
     const SequenceChunk& ch = ctx.chunks[c];
     if (!ch.seq || ch.seq->slot < 0)
       return invalid_argument("forward: chunk without a live sequence");
-    for (size_t d = 0; d < c; ++d) {
-      if (ctx.chunks[d].seq == ch.seq) return invalid_argument("forward: a sequence appears twice");
-    }
     for (int32_t t : ch.tokens) {
       if (t < 0 || t >= config_.vocab_size) {
         return invalid_argument("forward: token id " + std::to_string(t) + " outside [0, " +
                                 std::to_string(config_.vocab_size) + ")");
+      }
+      // Checked here so that hash_engram, after the first layers were issued, cannot fail on it.
+      if (hasher_ && static_cast<size_t>(t) >= token_map_.size()) {
+        return invalid_argument("forward: token id " + std::to_string(t) +
+                                " outside the Engram token map of " +
+                                std::to_string(token_map_.size()));
       }
     }
     DI_RETURN_IF_ERROR(ctx.pool->reserve(*ch.seq, static_cast<int64_t>(ch.tokens.size())));
@@ -103,6 +123,18 @@ Status Model::begin_forward(ForwardContext& ctx) const {
   ctx.num_rows = static_cast<int64_t>(ctx.tokens.size());
   ctx.selections.clear();
   ctx.candidate_blocks = RowLists();
+  ctx.engram_hashes.clear();
+  ctx.engram_next_history.clear();
+  if (config_.has_dspark()) {
+    const int64_t width =
+        static_cast<int64_t>(config_.dspark_target_layer_ids.size()) * config_.dim;
+    ctx.main_hidden = Buffer(*ops_, ctx.num_rows, width);
+    ops_->fill(ctx.main_hidden.data(), 0.0f, ctx.num_rows * width);
+  }
+  return Status();
+}
+
+Status Model::hash_engram(ForwardContext& ctx) const {
   ctx.engram_hashes.clear();
   ctx.engram_next_history.clear();
   if (hasher_) {
@@ -130,12 +162,6 @@ Status Model::begin_forward(ForwardContext& ctx) const {
             cols, h.begin() + r * cols);
       }
     }
-  }
-  if (config_.has_dspark()) {
-    const int64_t width =
-        static_cast<int64_t>(config_.dspark_target_layer_ids.size()) * config_.dim;
-    ctx.main_hidden = Buffer(*ops_, ctx.num_rows, width);
-    ops_->fill(ctx.main_hidden.data(), 0.0f, ctx.num_rows * width);
   }
   return Status();
 }
@@ -235,7 +261,9 @@ Status Model::forward(ForwardContext& ctx,
           selection->full.end()) {
     return invalid_argument("forward: sampled rows need one RowParams per logits row");
   }
-  DI_RETURN_IF_ERROR(begin_forward(ctx));
+  // The Engram hashes wait until the first Engram layer: the layers before it are issued first.
+  DI_RETURN_IF_ERROR(begin_rows(ctx));
+  bool hashed = false;
   for (int64_t r : logits_rows) {
     if (r < 0 || r >= ctx.num_rows) return invalid_argument("forward: logits row out of range");
     const SequenceChunk& ch =
@@ -272,10 +300,19 @@ Status Model::forward(ForwardContext& ctx,
       xv = x.view();
       pv = pre_mix.view();
     }
-    if (weights_.layers[static_cast<size_t>(l)].engram) apply_engram(l, *active, xv);
+    if (weights_.layers[static_cast<size_t>(l)].engram) {
+      if (!hashed) {
+        // Before bounded replay narrows the rows (its late layers follow every Engram layer).
+        DI_RETURN_IF_ERROR(hash_engram(ctx));
+        hashed = true;
+      }
+      apply_engram(l, *active, xv);
+    }
     record_dspark_input(l, *active, xv);
     run_block(l, *active, xv, pv);
   }
+  // (No Engram layer ran: the histories still advance.)
+  if (!hashed) DI_RETURN_IF_ERROR(hash_engram(ctx));
   std::vector<int64_t> rows = logits_rows;
   if (active != &ctx) {
     for (int64_t& r : rows) {

@@ -95,7 +95,11 @@ class Model {
                  LogitsSelection* selection = nullptr);
 
   // The steps of forward, public so a layer can be run on recorded inputs (golden checks).
-  Status begin_forward(ForwardContext& ctx) const;          // rows, positions, pages, Engram hashes
+  Status begin_forward(ForwardContext& ctx) const;  // rows, positions, pages, Engram hashes
+  // begin_forward's parts: forward issues the first layers' work between them, so that the
+  // device does not wait for the host's hashing at the start of a step.
+  Status begin_rows(ForwardContext& ctx) const;   // checks, rows, positions, pages, DSpark's input
+  Status hash_engram(ForwardContext& ctx) const;  // Engram hashes (nothing without Engram)
   void embed(const ForwardContext& ctx, RowsView x) const;  // x: [rows, hc * dim]
   void apply_engram(int layer, const ForwardContext& ctx, RowsView x) const;
   // One block (attention site + FFN site) on x in backend memory. pre_mix [rows, hc] is the

@@ -49,6 +49,12 @@ Expected<std::unique_ptr<CudaOps>> CudaOps::create(ThreadPool& /*pool*/,
   impl->gemm = options.gemm;
   impl->graphs = options.graphs;
   if (options.profile_ops) impl->profiler = std::make_unique<cuda::OpProfiler>();
+  if (options.time_idle) {
+    impl->idle.emplace();
+    for (cudaEvent_t* e : {&impl->idle->end[0], &impl->idle->end[1], &impl->idle->begin}) {
+      DI_CUDA_RETURN_IF_ERROR(cudaEventCreate(e));
+    }
+  }
   DI_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&impl->main_stream, cudaStreamNonBlocking));
   impl->stream = impl->main_stream;
   impl->side_enabled = options.side_lines;
@@ -93,6 +99,11 @@ uint64_t CudaOps::host_syncs() const {
 double CudaOps::host_wait_seconds() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->host_wait_seconds;
+}
+
+double CudaOps::device_idle_seconds() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->idle ? impl_->idle->seconds : 0.0;
 }
 
 std::vector<OpTime> CudaOps::take_op_profile() const {

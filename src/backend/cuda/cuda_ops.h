@@ -36,6 +36,7 @@ struct CudaOptions {
   size_t arena_bytes = size_t{8} << 30;
   CudaGemm gemm = CudaGemm::kExact;
   bool profile_ops = false;  // events around every op (take_op_profile)
+  bool time_idle = false;    // device_idle_seconds: two events per host wait
   bool graphs = true;        // segments (Ops::begin_segment) replayed as CUDA graphs
   bool side_lines = true;    // Ops::begin_side runs the side line on a second stream
 };
@@ -51,6 +52,7 @@ class CudaOps final : public Ops {
   // Host waits so far (downloads and the router's decision).
   uint64_t host_syncs() const override;
   double host_wait_seconds() const override;
+  double device_idle_seconds() const override;
   std::vector<OpTime> take_op_profile() const override;
   // Op tracing: a checksum kernel on the current line per record (cuda_ops_memory.cc).
   bool record_checksum(const void* data, size_t bytes) const override;

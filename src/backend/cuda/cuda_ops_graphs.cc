@@ -83,6 +83,7 @@ bool CudaOps::begin_segment(uint64_t key) const {
         return true;
       }
     }
+    m.note_enqueue();
     if (const cudaError_t e = cudaGraphLaunch(seg.exec, m.stream); e != cudaSuccess) {
       m.error = cuda::cuda_status(e, "cudaGraphLaunch").with_context("cuda segment");
       return true;  // the caller's ops then do nothing: the error is latched
@@ -125,6 +126,7 @@ bool CudaOps::begin_segment(uint64_t key) const {
     return true;
   }
   m.capture_has_side = false;
+  m.note_enqueue();
   if (const cudaError_t e = cudaStreamBeginCapture(m.stream, cudaStreamCaptureModeThreadLocal);
       e != cudaSuccess) {
     m.error = cuda::cuda_status(e, "cudaStreamBeginCapture").with_context("cuda segment");

@@ -94,6 +94,19 @@ struct CudaOps::Impl {
   // A device-to-host copy into pageable memory already blocks until it is done, so a wait is
   // timed from the first copy that precedes it.
   std::optional<std::chrono::steady_clock::time_point> wait_begin;
+  // Device idle time after host waits (Ops::device_idle_seconds, CudaOptions::time_idle). An
+  // event recorded before each wait marks where the queued work ends, one recorded at the first
+  // enqueue after it where new work begins; the time between them is idle. Two end events take
+  // turns, so that the one read at the next wait is not the one recorded for it.
+  struct IdleClock {
+    cudaEvent_t end[2] = {nullptr, nullptr};
+    cudaEvent_t begin = nullptr;
+    int last = -1;       // end[last]: the latest wait's (-1: no wait yet)
+    bool armed = false;  // the next enqueue records `begin`
+    bool open = false;   // `begin` follows end[last] and has not been read
+    double seconds = 0;
+  };
+  std::optional<IdleClock> idle;
   std::unique_ptr<cuda::OpProfiler> profiler;  // when CudaOptions::profile_ops
   // Op tracing (Ops::record_checksum): a sum per record, zeroed when allocated and after each
   // take_checksums; allocated at the first record.
@@ -188,6 +201,19 @@ struct CudaOps::Impl {
     if (fork_event) (void)cudaEventDestroy(fork_event);
     if (join_event) (void)cudaEventDestroy(join_event);
     if (pinned) (void)cudaFreeHost(pinned);
+    if (idle) {
+      for (cudaEvent_t e : {idle->end[0], idle->end[1], idle->begin}) {
+        if (e) (void)cudaEventDestroy(e);
+      }
+    }
+  }
+
+  // The first work issued after a host wait (IdleClock): called before it is enqueued, outside
+  // any capture (an event recorded into a capture would become a node of the graph).
+  void note_enqueue() {
+    if (!idle || !idle->armed || capturing) return;
+    idle->armed = false;
+    if (cudaEventRecord(idle->begin, stream) == cudaSuccess) idle->open = true;
   }
 
   // Enqueues host -> device `bytes` through the pinned ring when they fit.
@@ -468,6 +494,7 @@ struct CudaOps::Impl {
     std::lock_guard<std::mutex> lock(mu);
     if (!error.ok()) return;
     const size_t mark = arena->scratch_mark();
+    note_enqueue();
     Status s;
     if (profiler) {
       s = profiler->begin(w ? std::string(op) + " " + std::to_string(w->out_features) + "x" +
@@ -489,6 +516,8 @@ struct CudaOps::Impl {
     DI_RETURN_IF_ERROR(join_side());  // the wait covers both lines
     ++host_syncs;
     note_wait_begin();
+    const int end = idle ? (idle->last == 0 ? 1 : 0) : 0;
+    const bool end_recorded = idle && cudaEventRecord(idle->end[end], stream) == cudaSuccess;
     const cudaError_t e = cudaStreamSynchronize(stream);
     host_wait_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - *wait_begin).count();
@@ -496,6 +525,17 @@ struct CudaOps::Impl {
     if (e == cudaSuccess) {
       for (cudaGraphExec_t g : retired) (void)cudaGraphExecDestroy(g);
       retired.clear();
+    }
+    if (idle && e == cudaSuccess) {
+      // Both events of the previous gap are complete now.
+      float ms = 0;
+      if (idle->open && idle->last >= 0 &&
+          cudaEventElapsedTime(&ms, idle->end[idle->last], idle->begin) == cudaSuccess) {
+        idle->seconds += 1e-3 * ms;
+      }
+      idle->open = false;
+      idle->last = end_recorded ? end : -1;
+      idle->armed = end_recorded;
     }
     return cuda::cuda_status(e, "cudaStreamSynchronize");
   }

@@ -28,33 +28,33 @@ struct RowShare {
   uint32_t scale;
 };
 
-// Non-coherent loads (the pools are not written during the call) that skip L1 (no reuse within
-// an SM: its queries are gridDim.x apart). volatile with a memory clobber: the compiler keeps them
-// where they are written, kLead rows ahead of their use (a plain load was moved next to its use,
-// one memory latency per row: docs/notes/cuda-kernels.md, session 16).
-__device__ __forceinline__ void ld_nc_v4(uint4& v, const uint8_t* p, bool on) {
+// One lane's loads of a stored row, both predicated on row >= 0 (one `setp` for the pair): its
+// codes (FP8: 16 bytes; FP4: 8 bytes into x, y) and its scale byte. Non-coherent (the pools are
+// not written during the call) and skipping L1 (no reuse within an SM: its queries are gridDim.x
+// apart). volatile with a memory clobber: the compiler keeps them where they are written, kLead
+// rows ahead of their use (a plain load was moved next to its use, one memory latency per row:
+// docs/notes/cuda-kernels.md, session 16). With fp8 a compile-time constant (the blocks by
+// format), ptxas drops the other width's load, whose predicate folds to false.
+__device__ __forceinline__ void ld_row_share(
+    RowShare& s, const uint8_t* codes, const uint8_t* scale, int32_t row, bool fp8) {
   asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %4, 0;\n"
-      " @p ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%5];\n}\n"
-      : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
-      : "r"(static_cast<int>(on)), "l"(p)
+      "{\n .reg .pred p, q, p8, p4;\n"
+      " setp.ge.s32 p, %5, 0;\n setp.ne.b32 q, %6, 0;\n"
+      " and.pred p8, p, q;\n and.pred p4, p, !q;\n"
+      " @p8 ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%7];\n"
+      " @p4 ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%7];\n"
+      " @p ld.global.nc.L1::no_allocate.u8 %4, [%8];\n}\n"
+      : "+r"(s.codes.x), "+r"(s.codes.y), "+r"(s.codes.z), "+r"(s.codes.w), "+r"(s.scale)
+      : "r"(row), "r"(static_cast<int>(fp8)), "l"(codes), "l"(scale)
       : "memory");
 }
-__device__ __forceinline__ void ld_nc_v2(uint4& v, const uint8_t* p, bool on) {
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
-      " @p ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%3];\n}\n"
-      : "+r"(v.x), "+r"(v.y)
-      : "r"(static_cast<int>(on)), "l"(p)
-      : "memory");
-}
-__device__ __forceinline__ void ld_nc_u8(uint32_t& v, const uint8_t* p, bool on) {
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %1, 0;\n"
-      " @p ld.global.nc.L1::no_allocate.u8 %0, [%2];\n}\n"
-      : "+r"(v)
-      : "r"(static_cast<int>(on)), "l"(p)
-      : "memory");
+
+// A 64-bit value the compiler cannot split: a lane's base address stays one register pair, so
+// that a row's address is one IMAD.WIDE (left to itself, the compiler kept the pool's base in a
+// uniform register and added it per row: two more 64-bit adds per row; session 21).
+__device__ __forceinline__ const uint8_t* opaque(const uint8_t* p) {
+  asm("mov.b64 %0, %0;" : "+l"(p));
+  return p;
 }
 
 // This lane's addresses in FP4 row 0 (its 8 code bytes and its scale byte), so that a row's two
@@ -64,7 +64,8 @@ struct Fp4LaneBases {
   const uint8_t* scale;
 };
 
-// Issues this lane's loads of stored row `row` (-1: none) in the FP8 (fp8) or FP4 format.
+// Issues this lane's loads of stored row `row` (< 0: none) in the FP8 (fp8) or FP4 format. The
+// addresses of a row < 0 are computed but never read.
 __device__ __forceinline__ RowShare load_share(const SparseAttentionFp8Args& a,
                                                const Fp4LaneBases& fp4,
                                                bool fp8,
@@ -72,8 +73,7 @@ __device__ __forceinline__ RowShare load_share(const SparseAttentionFp8Args& a,
                                                int lane,
                                                bool enabled) {
   RowShare s{make_uint4(0, 0, 0, 0), 0};
-  const bool on = row >= 0 && enabled;
-  const int32_t r = max(row, 0);
+  const int32_t r = enabled ? row : -1;
   const uint8_t* codes;
   const uint8_t* scale;
   if (fp8) {
@@ -81,13 +81,10 @@ __device__ __forceinline__ RowShare load_share(const SparseAttentionFp8Args& a,
     codes = base + 16 * lane;
     scale = base + 512 + lane / 2;
   } else {
-    const int64_t off = static_cast<int64_t>(r) * kKvFp4RowBytes;
-    codes = fp4.codes + off;
-    scale = fp4.scale + off;
+    codes = fp4.codes + static_cast<int64_t>(r) * kKvFp4RowBytes;
+    scale = fp4.scale + static_cast<int64_t>(r) * kKvFp4RowBytes;
   }
-  ld_nc_v4(s.codes, codes, on && fp8);
-  ld_nc_v2(s.codes, codes, on && !fp8);
-  ld_nc_u8(s.scale, scale, on);
+  ld_row_share(s, codes, scale, r, fp8);
   return s;
 }
 
@@ -141,7 +138,7 @@ __device__ __forceinline__ void produce(const SparseAttentionFp8Args& a,
     while (bk >= num_blocks) bk -= num_blocks;
     return bk;
   };
-  const Fp4LaneBases fp4{a.extra_kv + 8 * lane, a.extra_kv + 256 + lane};
+  const Fp4LaneBases fp4{opaque(a.extra_kv + 8 * lane), opaque(a.extra_kv + 256 + lane)};
   int32_t cur = block_indices(t, b), nxt = later_indices(1);
   RowShare share[kLead];
 #pragma unroll

@@ -140,6 +140,35 @@ TEST_P(ForwardProperty, LogitsDoNotDependOnTheBatch) {
   pool_->release_sequence(sc);
 }
 
+// Bad input is refused before the forward touches a sequence: a sequence twice in one step, a
+// chunk without a live sequence, a token outside the vocabulary. The sequences then continue as
+// if the call had not happened.
+TEST_P(ForwardProperty, BadInputLeavesTheSequencesAlone) {
+  const auto a = random_tokens(12, 31), b = random_tokens(5, 32);
+  auto sa = pool_->create_sequence().value();
+  auto sb = pool_->create_sequence().value();
+  std::vector<float> logits;
+  auto refused = [&](std::vector<SequenceChunk> chunks, const char* what) {
+    ForwardContext ctx;
+    ctx.pool = pool_.get();
+    ctx.chunks = std::move(chunks);
+    const Status s = model_->forward(ctx, {}, logits);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << what << ": " << s.to_string();
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.to_string();
+  };
+  refused({{&sb, b}, {&sa, a}, {&sb, b}}, "a sequence appears twice");
+  refused({{&sa, a}, {nullptr, b}}, "chunk without a live sequence");
+  refused({{&sa, a}, {&sb, {3, model_->config().vocab_size}}}, "outside [0, ");
+  EXPECT_EQ(sa.num_tokens, 0);
+  EXPECT_EQ(sb.num_tokens, 0);
+  // The same prompts as on fresh sequences.
+  const auto ok = run({{&sa, a}, {&sb, b}});
+  const auto fresh_a = chunked(a, {12});
+  expect_bitwise_equal(ok[0], fresh_a, model_->config().vocab_size);
+  pool_->release_sequence(sa);
+  pool_->release_sequence(sb);
+}
+
 INSTANTIATE_TEST_SUITE_P(Golden,
                          ForwardProperty,
                          ::testing::Values("v41-mini", "v41-mini-topk"),

@@ -1,6 +1,8 @@
 // CudaOps' backend memory (device buffers, copies, gathers) and the MoE combine's row ops against
 // CpuOps, bitwise; and a whole Buffer round trip through device memory.
+#include <chrono>
 #include <numeric>
+#include <thread>
 
 #include "backend/checksum.h"
 #include "cuda_test_util.h"
@@ -41,6 +43,32 @@ TEST_F(CudaOpsTest, BuffersRoundTripThroughDeviceMemory) {
   std::fill(want.begin() + 1, want.begin() + 238, 0.25f);
   expect_bitwise(c.to_host(), want, "fill with a value");
   EXPECT_GT(gpu_->host_syncs(), 0u);
+}
+
+// The idle clock (CudaOptions::time_idle): the device's idle time after a host wait runs from
+// the end of the waited-for work to the next work issued, here a host pause of 20 ms; off by
+// default.
+TEST_F(CudaOpsTest, IdleClockTimesTheGapAfterAWait) {
+  EXPECT_EQ(gpu_->device_idle_seconds(), 0.0);
+  CudaOptions o = options();
+  o.time_idle = true;
+  auto timed = CudaOps::create(pool_, o);
+  ASSERT_TRUE(timed.has_value()) << timed.status().to_string();
+  CudaOps& ops = **timed;
+  Buffer b(ops, 1, 4096);
+  std::vector<float> host(4096);
+  ops.fill(b.data(), 1.0f, 4096);
+  ops.download(b.data(), host.data(), 4096);  // a wait: the clock starts at the fill's end
+  EXPECT_EQ(ops.device_idle_seconds(), 0.0);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ops.fill(b.data(), 2.0f, 4096);  // the first work after the wait
+  ops.download(b.data(), host.data(), 4096);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(ops.device_idle_seconds(), 0.019);
+  EXPECT_LE(ops.device_idle_seconds(), wall + 0.001);
+  EXPECT_EQ(host[4095], 2.0f);
+  EXPECT_TRUE(ops.status().ok()) << ops.status().to_string();
 }
 
 // Uploads of every size class: up to 64 KB a kernel reads the mapped staging ring (whole 16-byte

@@ -163,6 +163,53 @@ TEST_F(SparseAttentionFp8Test, WritersMatchFakeQuantBitwise) {
   }
 }
 
+// The device decoders on every code byte at every byte position of a row (row r, byte i holds
+// (r + 37 i) mod 256), with varied scales: bitwise the host decoders' values times 2^-32. Each
+// decoded pair depends only on its own code byte (FP4: both nibbles; FP8: one code each), so this
+// covers every input the decoders see (the e4m3 NaN codes, which no writer produces, excepted).
+TEST_F(SparseAttentionFp8Test, DeviceDecodersCoverEveryCodeByte) {
+  const int64_t n = 256;
+  std::vector<int32_t> slots(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) slots[static_cast<size_t>(r)] = static_cast<int32_t>(r);
+  int32_t* d_slots = upload(slots);
+  for (bool fp8 : {true, false}) {
+    const int row_bytes = fp8 ? kKvFp8RowBytes : kKvFp4RowBytes;
+    const int code_bytes = fp8 ? 512 : 256;
+    std::vector<uint8_t> pool(static_cast<size_t>(n * row_bytes));
+    for (int64_t r = 0; r < n; ++r) {
+      uint8_t* row = pool.data() + r * row_bytes;
+      for (int i = 0; i < code_bytes; ++i) row[i] = static_cast<uint8_t>((r + 37 * i) & 0xff);
+      for (int j = 0; j < row_bytes - code_bytes; ++j) {
+        // ue8m0 scales 2^-17 .. 2^12; e4m3 scales over every positive code, subnormals included.
+        row[code_bytes + j] =
+            static_cast<uint8_t>(fp8 ? 110 + (r + j) % 30 : 1 + (r * 3 + j * 5) % 126);
+      }
+    }
+    uint8_t* d_pool = upload(pool);
+    uint16_t* d_dec = upload(std::vector<uint16_t>(static_cast<size_t>(n * D), 0));
+    ASSERT_EQ(decode_kv_rows(d_pool, fp8, d_slots, n, d_dec, nullptr), cudaSuccess);
+    const auto dec = download(d_dec, static_cast<size_t>(n * D));
+    std::vector<float> want(D);
+    int64_t bad = 0, checked = 0;
+    for (int64_t r = 0; r < n; ++r) {
+      const uint8_t* row = pool.data() + r * row_bytes;
+      fp8 ? decode_fp8_row(row, want.data()) : decode_fp4_row(row, want.data());
+      for (int i = 0; i < D; ++i) {
+        if (fp8 && (row[i] & 0x7f) == 0x7f) continue;  // e4m3 NaN
+        ++checked;
+        const uint16_t got = dec[static_cast<size_t>(r * D + i)];
+        if (got != float_to_bf16(want[i] * 2.3283064365386963e-10f) && bad++ == 0) {
+          ADD_FAILURE() << (fp8 ? "fp8" : "fp4") << " row " << r << " dim " << i << " code byte "
+                        << int{row[fp8 ? i : i / 2]} << ": " << bf16_to_float(got) * 4294967296.0f
+                        << ", want " << want[i];
+        }
+      }
+    }
+    EXPECT_EQ(bad, 0);
+    EXPECT_GT(checked, n * D * 9 / 10);
+  }
+}
+
 struct Problem {
   int64_t T = 0;
   int win = 0, extra = 0;
