@@ -74,10 +74,13 @@ __device__ __forceinline__ uint32_t desc_mn_lo(uint32_t addr) {
   return ((addr & 0x3FFFF) >> 4) | ((8192u >> 4) << 16);
 }
 
-// Benchmark only (args.ablate bit 6): thread 0 of each warpgroup of block kTraceBlock records
-// (event, key block numbered across the block's queries, clock64), copied by flush() into
-// args.workspace [3][kTraceEvents] (a timeline of its first queries).
+// Benchmark only (args.ablate bit 6, the kernel's kTrace instantiation): thread 0 of each
+// warpgroup of block kTraceBlock records (event, key block numbered across the block's queries,
+// clock64), copied by flush() into args.workspace [3][kTraceEvents] (a timeline of its first
+// queries). Trace<false>, in every real call, is empty: a disabled mark still issued about ten
+// predicated instructions, some eighty a block on the owner's chain (session 21).
 inline constexpr int kTraceBlock = 7;
+template <bool kOn>
 struct Trace {
   // Two registers while the kernel runs (the producers have 64): the records' shared address and
   // the count, which starts past the capacity (kTraceEvents + 1) outside the traced threads.
@@ -104,6 +107,12 @@ struct Trace {
     uint64_t* dst = static_cast<uint64_t*>(a.workspace) + wg * kTraceEvents;
     for (int i = 0; i < n; ++i) dst[i] = src[i];
   }
+};
+template <>
+struct Trace<false> {
+  __device__ Trace(const SparseAttentionFp8Args&, uint8_t*, int) {}
+  __device__ void mark(int, int) {}
+  __device__ void flush(const SparseAttentionFp8Args&, const uint8_t*, int) const {}
 };
 
 struct Bars {

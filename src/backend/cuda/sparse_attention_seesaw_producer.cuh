@@ -95,8 +95,8 @@ __device__ __forceinline__ RowShare load_share(const SparseAttentionFp8Args& a,
 // 16 l .. 16 l + 15 into the tile. Two warpgroups keep two warps per scheduler on the per-row
 // dependency chains (one left the consumers waiting: docs/notes/cuda-kernels.md, session 16).
 // kAblate: the benchmark's variant, where args.ablate bits 0 and 1 leave out the loads and the
-// decode (a select per decoded word in every row otherwise).
-template <bool kAblate>
+// decode (a select per decoded word in every row otherwise); kTrace: the timeline's (Trace).
+template <bool kAblate, bool kTrace>
 __device__ __forceinline__ void produce(const SparseAttentionFp8Args& a,
                                         uint8_t* smem,
                                         const Bars& bars,
@@ -105,7 +105,7 @@ __device__ __forceinline__ void produce(const SparseAttentionFp8Args& a,
   const int num_win = a.num_indices;
   const bool do_load = !kAblate || !(a.ablate & 1), do_decode = !kAblate || !(a.ablate & 2);
   if (num_blocks <= 0) return;
-  Trace tr(a, smem, 2);
+  Trace<kTrace> tr(a, smem, 2);
   // Whether row i of this warp in block b is an FP8 (window) row.
   auto fp8_key = [&](int b, int i) { return b * 64 + kRowsPerWarp * pw + i < num_win; };
   // Lane i < 8 holds the index of the warp's row i in block b of query t (-1 past the end).
