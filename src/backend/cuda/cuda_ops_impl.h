@@ -489,12 +489,14 @@ struct CudaOps::Impl {
   // releases its scratch, and latches the first error. No wait: the scratch is reused only by
   // later work on the same stream, and pageable uploads are staged before cudaMemcpyAsync
   // returns. When profiling, a product (`w` given) is listed with its weight's shape.
+  // device_work: false for an op that gives the device nothing to run (an allocation), which
+  // then does not end the idle clock's gap.
   template <class F>
-  void run(const char* op, F&& body, const WeightView* w = nullptr) {
+  void run(const char* op, F&& body, const WeightView* w = nullptr, bool device_work = true) {
     std::lock_guard<std::mutex> lock(mu);
     if (!error.ok()) return;
     const size_t mark = arena->scratch_mark();
-    note_enqueue();
+    if (device_work) note_enqueue();
     Status s;
     if (profiler) {
       s = profiler->begin(w ? std::string(op) + " " + std::to_string(w->out_features) + "x" +
