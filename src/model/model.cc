@@ -123,8 +123,6 @@ Status Model::begin_rows(ForwardContext& ctx) const {
   ctx.num_rows = static_cast<int64_t>(ctx.tokens.size());
   ctx.selections.clear();
   ctx.candidate_blocks = RowLists();
-  ctx.engram_hashes.clear();
-  ctx.engram_next_history.clear();
   if (config_.has_dspark()) {
     const int64_t width =
         static_cast<int64_t>(config_.dspark_target_layer_ids.size()) * config_.dim;

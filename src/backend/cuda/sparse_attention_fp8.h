@@ -72,7 +72,8 @@ struct SparseAttentionFp8Args {
   // Benchmark only (time a stage by leaving it out; the output is then garbage): bit 0 skips
   // the KV loads, bit 1 the decode, bit 2 the MMAs (the seesaw kernel: bits 0 and 1 only); bit
   // 3 leaves out the wgmma kernel's L2 prefetch (same output); bit 6 records the seesaw
-  // kernel's timeline of one query into `workspace`. 0 in every real call.
+  // kernel's timeline of one query into `workspace` (not with bits 0 and 1 on that kernel:
+  // cudaErrorInvalidValue). 0 in every real call.
   int ablate = 0;
 };
 
