@@ -1,7 +1,7 @@
 // deepinfer bench kernels
 // [--quick|--wgmma|--small-ops|--latency-ops|--latency-once|--mix-pipe|--mix-rows|--decode|
-// --profile|--sparse-attention|--index-scores|--dense-tc|--sample-rows|--dense-f32] (also the
-// standalone cuda_kernels_bench): times DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths
+// --profile|--sparse-attention[-prefill]|--index-scores|--dense-tc|--sample-rows|--dense-f32] (also
+// the standalone cuda_kernels_bench): times DeepInfer's CUDA kernels at DeepSeek-V4.1-Flash widths
 // (hidden 5120, 64 heads x 512, expert intermediate 2304) against floors measured in the same run:
 // device copy bandwidth (cudaMemcpy D2D, bytes read + written) and cuBLASLt's bf16 and fp8 GEMM
 // rate at 8192^3. Each kernel's floor is max(bytes / bandwidth, FLOPs / peak); ratio = floor /
@@ -274,7 +274,7 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
   bool quick = false, decode_only = false, profile = false, attention = false,
        attention_profile = false, wgmma_only = false, index_scores = false, small_ops = false,
        dense_tc = false, sample = false, dense_f32 = false, latency_ops = false, mix_pipe = false,
-       mix_rows = false, latency_once = false;
+       mix_rows = false, latency_once = false, attention_prefill = false;
   // 1: the routed-experts table alone; 2: the same without the variant sweep; 3: one graph of the
   // tensor path at 4,096 tokens and 16 experts (for a profiler); 4: the many-rows table alone;
   // 5: decode sizes (1-8 tokens at 16 and 384 experts); 6: one graph at one token and 16
@@ -336,6 +336,8 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
       attention = true;
     } else if (a == "--sparse-attention-profile") {
       attention_profile = true;
+    } else if (a == "--sparse-attention-prefill") {
+      attention_prefill = true;
     } else if (a == "--index-scores") {
       index_scores = true;
     } else if (a == "--dense-tc") {
@@ -354,13 +356,18 @@ int di::bench::run_kernels_bench(int argc, char** argv) {
           "--moe, --moe-pick, --moe-profile, --moe-large, --moe-decode, --moe-decode-profile[=V], "
           "--moe-decode-variants, "
           "--profile, --sparse-attention, "
-          "--sparse-attention-profile, "
+          "--sparse-attention-profile, --sparse-attention-prefill, "
           "--index-scores, --dense-tc, --sample-rows or --dense-f32)\n",
           argv[0], a.c_str());
       return 2;
     }
   }
-  if (attention || attention_profile) return di::bench::sparse_attention_bench(attention_profile);
+  if (attention || attention_profile || attention_prefill) {
+    return di::bench::sparse_attention_bench(attention_profile ? di::bench::AttentionBench::kProfile
+                                             : attention_prefill
+                                                 ? di::bench::AttentionBench::kSequencePrefill
+                                                 : di::bench::AttentionBench::kAll);
+  }
   if (index_scores) return di::bench::index_scores_bench();
   if (dense_tc) return di::bench::dense_tc_bench();
   if (dense_f32) return di::bench::dense_f32_bench();

@@ -98,6 +98,39 @@ Expected<Peaks> measure_peaks() {
   return p;
 }
 
+}  // namespace
+
+// The seesaw kernel's timeline of block 7's first queries (ablate bit 6), one line per event.
+Status print_seesaw_timeline(SparseAttentionFp8Args seesaw) {
+  DeviceBuffers buf;
+  const int64_t T = seesaw.num_queries;
+  DI_ASSIGN_OR_RETURN(uint64_t * tr, buf.upload(std::vector<uint64_t>(3 * 256, 0)));
+  seesaw.wgmma = 3;
+  seesaw.ablate = 64;
+  seesaw.workspace = tr;
+  DI_CUDA_RETURN_IF_ERROR(backend::cuda::sparse_attention_fp8(seesaw, nullptr));
+  DI_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  std::vector<uint64_t> h(3 * 256);
+  DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(h.data(), tr, h.size() * 8, cudaMemcpyDeviceToHost));
+  std::vector<std::array<uint64_t, 4>> ev;  // time, warpgroup, event, block
+  for (int w = 0; w < 3; ++w) {
+    for (int i = 0; i < 256 && h[w * 256 + i] != 0; ++i) {
+      const uint64_t v = h[w * 256 + i];
+      ev.push_back({v & 0xffffffffffffull, static_cast<uint64_t>(w), v >> 56, (v >> 48) & 0xff});
+    }
+  }
+  std::sort(ev.begin(), ev.end());
+  for (const auto& e : ev) {
+    std::printf("trace T=%lld %8llu wg%llu ev%llu b%llu\n", static_cast<long long>(T),
+                static_cast<unsigned long long>(e[0] - ev[0][0]),
+                static_cast<unsigned long long>(e[1]), static_cast<unsigned long long>(e[2]),
+                static_cast<unsigned long long>(e[3]));
+  }
+  return {};
+}
+
+namespace {
+
 struct Case {
   int64_t queries;
   int win, extra;
@@ -213,30 +246,7 @@ Status bench_case(const Case& c,
     SparseAttentionFp8Args seesaw = sets[0];
     seesaw.wgmma = 3;
     for (int i = 0; i < 2; ++i) (void)backend::cuda::sparse_attention_fp8(seesaw, nullptr);
-    if (T >= 64) {  // the seesaw kernel's timeline of block 7's first queries (ablate bit 6)
-      DI_ASSIGN_OR_RETURN(uint64_t * tr, buf.upload(std::vector<uint64_t>(3 * 256, 0)));
-      seesaw.ablate = 64;
-      seesaw.workspace = tr;
-      (void)backend::cuda::sparse_attention_fp8(seesaw, nullptr);
-      DI_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
-      std::vector<uint64_t> h(3 * 256);
-      DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(h.data(), tr, h.size() * 8, cudaMemcpyDeviceToHost));
-      std::vector<std::array<uint64_t, 4>> ev;  // time, warpgroup, event, block
-      for (int w = 0; w < 3; ++w) {
-        for (int i = 0; i < 256 && h[w * 256 + i] != 0; ++i) {
-          const uint64_t v = h[w * 256 + i];
-          ev.push_back(
-              {v & 0xffffffffffffull, static_cast<uint64_t>(w), v >> 56, (v >> 48) & 0xff});
-        }
-      }
-      std::sort(ev.begin(), ev.end());
-      for (const auto& e : ev) {
-        std::printf("trace T=%lld %8llu wg%llu ev%llu b%llu\n", static_cast<long long>(T),
-                    static_cast<unsigned long long>(e[0] - ev[0][0]),
-                    static_cast<unsigned long long>(e[1]), static_cast<unsigned long long>(e[2]),
-                    static_cast<unsigned long long>(e[3]));
-      }
-    }
+    if (T >= 64) DI_RETURN_IF_ERROR(print_seesaw_timeline(seesaw));
     return cuda_status(cudaDeviceSynchronize(), "profile calls");
   }
   const bool ablations = ablations_or_profile > 0;
@@ -330,10 +340,10 @@ Status profile_run() {
        {Case{4096, 128, 512, true}, Case{8, 128, 512, false}, Case{64, 128, 2048, false}}) {
     DI_RETURN_IF_ERROR(bench_case(c, kv, extra_kv, none, -1, unused));
   }
-  return {};
+  return sequence_prefill_case(kv, kPool8Rows, extra_kv, kPool4Rows, 1.0, 1.0, true);
 }
 
-Status run() {
+Status run(bool prefill_only) {
   cudaDeviceProp prop{};
   DI_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, 0));
   DI_ASSIGN_OR_RETURN(Peaks pk, measure_peaks());
@@ -345,6 +355,10 @@ Status run() {
   std::vector<std::string> ablation_lines;
   DI_ASSIGN_OR_RETURN(uint8_t * kv, buf.upload(random_pool(kPool8Rows, true, 1)));
   DI_ASSIGN_OR_RETURN(uint8_t * extra_kv, buf.upload(random_pool(kPool4Rows, false, 2)));
+  if (prefill_only) {
+    return sequence_prefill_case(kv, kPool8Rows, extra_kv, kPool4Rows, pk.bytes_per_s,
+                                 pk.bf16_flops, false);
+  }
   std::printf(
       "| case | ms | byte floor ms | FLOP floor ms | floor ms | floor/time | GB/s | TFLOP/s | ms "
       "at 16 / 32 / 64 heads per block (one block per query) / split path "
@@ -358,13 +372,15 @@ Status run() {
   }
   std::printf("\nstages left out (garbage outputs; timing only):\n");
   for (const auto& l : ablation_lines) std::printf("  %s\n", l.c_str());
-  return {};
+  return sequence_prefill_case(kv, kPool8Rows, extra_kv, kPool4Rows, pk.bytes_per_s, pk.bf16_flops,
+                               false);
 }
 
 }  // namespace
 
-int sparse_attention_bench(bool profile) {
-  Status s = profile ? profile_run() : run();
+int sparse_attention_bench(AttentionBench what) {
+  Status s = what == AttentionBench::kProfile ? profile_run()
+                                              : run(what == AttentionBench::kSequencePrefill);
   if (!s.ok()) {
     std::fprintf(stderr, "sparse attention bench: %s\n", s.to_string().c_str());
     return 1;

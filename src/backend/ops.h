@@ -61,12 +61,17 @@ struct KvAttentionArgs {
   int head_dim = 0;
   const uint8_t* window_pool = nullptr;  // FP8 rows at kv_row_stride(kFp8, head_dim)
   int64_t window_pool_rows = 0;
-  const uint8_t* fresh = nullptr;         // FP8 rows, same stride; may be null
+  const uint8_t* fresh = nullptr;         // FP8 rows, same stride (num_queries); may be null
   const int32_t* window_index = nullptr;  // backend [num_queries, num_window]
   int num_window = 0;
   const uint8_t* compressed_pool = nullptr;   // FP4 rows at kv_row_stride(kFp4, head_dim)
+  int64_t compressed_pool_rows = 0;           // 0: unknown
   const int32_t* compressed_index = nullptr;  // backend [num_queries, num_compressed]
   int num_compressed = 0;
+  // An upper bound on the distinct rows the lists name (window and compressed; 0: unknown). A
+  // backend may decode each distinct row once when the queries share them (a prefill); the
+  // bound only sizes that, the results do not depend on it.
+  int64_t distinct_rows = 0;
   const float* sink = nullptr;  // [num_heads] f32
   float softmax_scale = 0;
   float* out = nullptr;  // [num_queries, num_heads, head_dim], rounded to bf16

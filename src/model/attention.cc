@@ -75,7 +75,11 @@ void Model::attend(int layer,
                T * keys.num_window);
   args.window_index = reinterpret_cast<const int32_t*>(window_index.data());
   args.num_window = keys.num_window;
-  if (keys.stream >= 0) args.compressed_pool = ctx.pool->compressed_kv_pool(keys.stream);
+  if (keys.stream >= 0) {
+    args.compressed_pool = ctx.pool->compressed_kv_pool(keys.stream);
+    args.compressed_pool_rows = ctx.pool->compressed_kv_pool_rows(keys.stream);
+  }
+  args.distinct_rows = keys.distinct_rows;
   args.compressed_index = keys.compressed;
   args.num_compressed = keys.num_compressed;
   args.sink = weights_.layers[static_cast<size_t>(layer)].attn.attn_sink.data();
@@ -156,6 +160,16 @@ void Model::attention(
     pr.out = compressed.row(0);
     ops_->paged_rows(pr);
     keys.compressed = compressed.row(0);
+  }
+  // A bound on the distinct rows the lists name, per chunk: its window covers its positions and
+  // the win - 1 before them; its selections come from the entries its last row sees.
+  for (size_t ch = 0; ch < ctx.chunks.size(); ++ch) {
+    const int64_t n = static_cast<int64_t>(ctx.chunks[ch].tokens.size());
+    keys.distinct_rows += std::min(n * win, n + win - 1);
+    if (keys.num_compressed > 0) {
+      const int64_t last = ctx.chunk_first_position[ch] + n - 1;
+      keys.distinct_rows += std::min(n * keys.num_compressed, (last + 1) / ratio);
+    }
   }
   attend(layer, ctx, q, keys, fresh, o_v);
 

@@ -171,6 +171,7 @@ class Model {
     const int32_t* compressed = nullptr;  // backend [T, num_compressed]
     int num_window = 0, num_compressed = 0;
     int stream = -1;
+    int64_t distinct_rows = 0;  // a bound on the distinct rows of both lists
   };
   // kv [T, D] (FP8 fake-quantized) stored as FP8 rows 0..T-1 of a fresh buffer.
   Buffer store_fresh(ConstRowsView kv) const;

@@ -126,6 +126,10 @@ class StatePool {
   int32_t window_row_index(const SequenceState& seq, int layer, int64_t position) const;
   // A stream's compressed-KV rows: FP4 at kv_row_stride(kFp4, head_dim).
   uint8_t* compressed_kv_pool(int stream) const { return compressed_kv_[stream].data(); }
+  int64_t compressed_kv_pool_rows(int stream) const {
+    const PagedRowPool& p = compressed_kv_[stream];
+    return p.num_pages() * p.rows_per_page();
+  }
   int32_t compressed_kv_row_index(const SequenceState& seq, int stream, int64_t entry) const;
   float* index_key_row(SequenceState& seq, int stream, int64_t entry);
   // A stream's index-key rows (fp32, index_head_dim each), addressed like the compressed KV.

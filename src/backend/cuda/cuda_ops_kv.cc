@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_ops_impl.h"
 #include "backend/cuda/kv_cache_codec.h"
 #include "backend/cuda/sparse_attention_fp8.h"
+#include "backend/cuda/sparse_attention_key_table.h"
 
 namespace di::backend {
 
@@ -18,6 +19,17 @@ bool tensor_core_shape(const KvAttentionArgs& a) {
   return a.num_heads == cuda::kAttnHeads && a.head_dim == cuda::kKvDim &&
          static_cast<int64_t>(a.num_window) + a.num_compressed <= cuda::kAttnMaxKeys &&
          a.window_pool_rows < 0x7fffffff;
+}
+
+// Whether the seesaw kernel's gather mode pays and its row bounds are known and in range.
+bool gather_pays(const KvAttentionArgs& a) {
+  constexpr int64_t kMaxRows = int64_t{1} << 30;
+  return a.distinct_rows > 0 && a.distinct_rows < kMaxRows &&
+         a.window_pool_rows + a.num_queries < kMaxRows &&
+         (a.num_compressed == 0 ||
+          (a.compressed_pool_rows > 0 && a.compressed_pool_rows < kMaxRows)) &&
+         cuda::sparse_attention_gather_pays(a.num_queries, a.num_window + a.num_compressed,
+                                            a.distinct_rows);
 }
 
 }  // namespace
@@ -47,7 +59,6 @@ void CudaOps::kv_attention(const KvAttentionArgs& a) const {
     if (tensor_core_shape(a)) {
       cuda::SparseAttentionFp8Args f;
       DI_ASSIGN_OR_RETURN(uint16_t * qb, m.scratch<uint16_t>(qn));
-      DI_ASSIGN_OR_RETURN(uint16_t * ob, m.scratch<uint16_t>(qn));
       DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_bits(a.q, static_cast<int64_t>(qn), qb, m.stream));
       f.q = qb;
       f.num_queries = a.num_queries;
@@ -61,7 +72,14 @@ void CudaOps::kv_attention(const KvAttentionArgs& a) const {
       if (a.num_compressed > 0) f.extra_indices = a.compressed_index;
       f.sink = ds;
       f.softmax_scale = a.softmax_scale;
-      f.out = ob;
+      // The seesaw kernel writes the floats itself; the others write bf16, widened after them.
+      f.out_f32 = a.out;
+      uint16_t* ob = nullptr;
+      if (!cuda::sparse_attention_seesaw_runs(f)) {
+        DI_ASSIGN_OR_RETURN(ob, m.scratch<uint16_t>(qn));
+        f.out_f32 = nullptr;
+        f.out = ob;
+      }
       // Small batches take the split path (same bits) when its workspace fits in the arena.
       if (a.num_queries <= cuda::kAttnSplitMaxQueries) {
         const size_t wb = cuda::sparse_attention_fp8_workspace_bytes(
@@ -71,9 +89,22 @@ void CudaOps::kv_attention(const KvAttentionArgs& a) const {
           f.workspace_bytes = wb;
         }
       }
+      // Queries that share their keys (a prefill) decode each distinct row once into a table
+      // that the kernel copies from (sparse_attention_key_table.h: the same bits).
+      if (gather_pays(a)) {
+        const cuda::SparseAttentionKeyTableShape shape{
+            a.window_pool_rows + (a.fresh ? a.num_queries : 0),
+            a.num_compressed > 0 ? a.compressed_pool_rows : 0, a.distinct_rows};
+        const size_t wb = cuda::sparse_attention_key_table_bytes(f, shape);
+        if (Expected<uint8_t*> ws = m.scratch<uint8_t>(wb)) {
+          DI_CUDA_RETURN_IF_ERROR(cuda::sparse_attention_key_table(f, shape, *ws, wb, m.stream));
+        }
+      }
       DI_CUDA_RETURN_IF_ERROR(cuda::sparse_attention_fp8(f, m.stream));
-      DI_CUDA_RETURN_IF_ERROR(
-          cuda::bf16_bits_to_f32(ob, static_cast<int64_t>(qn), a.out, m.stream));
+      if (ob) {
+        DI_CUDA_RETURN_IF_ERROR(
+            cuda::bf16_bits_to_f32(ob, static_cast<int64_t>(qn), a.out, m.stream));
+      }
       return {};
     }
     // Exact path: every key slot's row decoded to fp32 (windows, then compressed rows), then the

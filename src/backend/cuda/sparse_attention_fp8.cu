@@ -192,14 +192,36 @@ cudaError_t launch_pv(const SparseAttentionFp8Args& a, cudaStream_t stream) {
   return cudaErrorInvalidValue;
 }
 
+// Whether the seesaw kernel runs a validated call: forced (wgmma 3), or from
+// kAttnSeesawMinQueries queries on sm_90 (same bits; measured on the H200, docs/benchmarks.md
+// session 17: 0.93x at 64 queries, 0.67x at 256 and 0.61x at a 4K prefill against the mma.sync
+// kernel's best heads per block). Calls that force another path (heads per block, the split
+// path) or time stages keep the mma.sync kernels. (It reads q through a TMA tensor map and
+// stores 16-byte pieces: 16-byte aligned bases.)
+bool seesaw_picked(const SparseAttentionFp8Args& a, int major) {
+  if (a.wgmma == 3) return true;
+  const auto out = reinterpret_cast<uintptr_t>(a.out ? static_cast<void*>(a.out) : a.out_f32);
+  const bool aligned = ((reinterpret_cast<uintptr_t>(a.q) | out) & 15) == 0;
+  return a.wgmma == 0 && a.ablate == 0 && a.heads_per_block == 0 && a.split != 2 && aligned &&
+         a.num_queries >= kAttnSeesawMinQueries && sparse_attention_wgmma_supported(major);
+}
+
 }  // namespace
+
+bool sparse_attention_seesaw_runs(const SparseAttentionFp8Args& a) {
+  int dev = 0, major = 0;
+  return cudaGetDevice(&dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+         seesaw_picked(a, major) && sparse_attention_wgmma_supported(major);
+}
 
 cudaError_t sparse_attention_fp8(const SparseAttentionFp8Args& a, cudaStream_t stream) {
   const int64_t keys = static_cast<int64_t>(a.num_indices) + a.num_extra;
   if (a.num_queries < 0 || a.num_queries > 0x7fffffff || a.num_indices < 0 || a.num_extra < 0 ||
-      keys > kAttnMaxKeys || !a.q || !a.sink || !a.out ||
+      keys > kAttnMaxKeys || !a.q || !a.sink || (a.out == nullptr) == (a.out_f32 == nullptr) ||
       (a.num_indices > 0 && (!a.kv || !a.indices)) || (a.fresh_from < 0x7fffffff && !a.fresh_kv) ||
-      (a.num_extra > 0 && (!a.extra_kv || !a.extra_indices))) {
+      (a.num_extra > 0 && (!a.extra_kv || !a.extra_indices)) ||
+      (a.key_table == nullptr) != (a.key_rows == nullptr)) {
     return cudaErrorInvalidValue;
   }
   if (a.num_queries == 0) return cudaSuccess;
@@ -209,23 +231,16 @@ cudaError_t sparse_attention_fp8(const SparseAttentionFp8Args& a, cudaStream_t s
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (e != cudaSuccess) return e;
   if (major < 8) return cudaErrorNotSupported;
-  // The wgmma kernel only when asked for: same bits, but slower than the 64-head mma.sync kernel
-  // on the H200 (docs/benchmarks.md, "sparse attention on wgmma").
-  if (a.wgmma == 2 || a.wgmma == 3) {
+  if (seesaw_picked(a, major)) {
     if (!sparse_attention_wgmma_supported(major)) return cudaErrorNotSupported;
-    return a.wgmma == 2 ? sparse_attention_wgmma(a, stream)
-                        : sparse_attention_seesaw(a, sms, stream);
-  }
-  // From kAttnSeesawMinQueries queries on sm_90 the warp-specialised kernel (same bits; measured
-  // on the H200, docs/benchmarks.md session 17: 0.93x at 64 queries, 0.67x at 256 and 0.61x at a
-  // 4K prefill against the mma.sync kernel's best heads per block). Calls that force a path
-  // (heads per block, the split path) or time stages keep the mma.sync kernels.
-  // (It reads q and writes out through TMA tensor maps: 16-byte aligned bases.)
-  const bool tma_aligned =
-      ((reinterpret_cast<uintptr_t>(a.q) | reinterpret_cast<uintptr_t>(a.out)) & 15) == 0;
-  if (a.wgmma == 0 && a.ablate == 0 && a.heads_per_block == 0 && a.split != 2 && tma_aligned &&
-      a.num_queries >= kAttnSeesawMinQueries && sparse_attention_wgmma_supported(major)) {
     return sparse_attention_seesaw(a, sms, stream);
+  }
+  if (a.out_f32) return cudaErrorInvalidValue;  // only the seesaw kernel writes floats
+  // The two-warpgroup wgmma kernel only when asked for: same bits, but slower than the 64-head
+  // mma.sync kernel on the H200 (docs/benchmarks.md, "sparse attention on wgmma").
+  if (a.wgmma == 2) {
+    if (!sparse_attention_wgmma_supported(major)) return cudaErrorNotSupported;
+    return sparse_attention_wgmma(a, stream);
   }
   if (keys > 0 && a.split != 1 && a.workspace && a.ablate == 0 &&
       a.workspace_bytes >= sparse_attention_fp8_workspace_bytes(a.num_queries, keys) &&

@@ -47,6 +47,9 @@ struct SparseAttentionFp8Args {
   const float* sink = nullptr;  // [64] f32
   float softmax_scale = 0;
   uint16_t* out = nullptr;  // [num_queries, 64, 512] bf16 bits
+  // Instead of out, for calls that run the seesaw kernel (sparse_attention_seesaw_runs): the same
+  // bf16 values widened to floats, written by the kernel (no conversion pass after it).
+  float* out_f32 = nullptr;
   // Heads per block: 16, 32 or 64; 0 picks by num_queries and the SM count (the fewest waves
   // of blocks, then the most heads). Any choice gives the same bits: each head's arithmetic,
   // denominators included, does not depend on its neighbours (tested).
@@ -69,6 +72,12 @@ struct SparseAttentionFp8Args {
   // and split are then ignored. 1 never runs them; 0 picks: the seesaw kernel on sm_90 from
   // kAttnSeesawMinQueries queries (docs/benchmarks.md).
   int wgmma = 0;
+  // The seesaw kernel's gather mode (sparse_attention_key_table.h builds both): the call's
+  // distinct rows decoded once ([rows][512] bf16 bits times 2^-32, row 0 zeros) and each query's
+  // keys as rows of it ([num_queries][num_indices + num_extra]). The seesaw kernel then copies
+  // rows instead of decoding them (the same bits); the other kernels ignore them.
+  const uint16_t* key_table = nullptr;
+  const int32_t* key_rows = nullptr;
   // Benchmark only (time a stage by leaving it out; the output is then garbage): bit 0 skips
   // the KV loads, bit 1 the decode, bit 2 the MMAs (the seesaw kernel: bits 0 and 1 only); bit
   // 3 leaves out the wgmma kernel's L2 prefetch (same output); bit 6 records the seesaw
@@ -82,6 +91,10 @@ struct SparseAttentionFp8Args {
 // 64 keys as kernels::sparse_attention_query. Errors: cudaErrorInvalidValue for shapes outside
 // the above; cudaErrorNotSupported below sm_80.
 cudaError_t sparse_attention_fp8(const SparseAttentionFp8Args& args, cudaStream_t stream);
+
+// Whether sparse_attention_fp8 runs these args on the seesaw kernel (sm_90, forced or from
+// kAttnSeesawMinQueries queries), which alone takes out_f32 (cudaErrorInvalidValue elsewhere).
+bool sparse_attention_seesaw_runs(const SparseAttentionFp8Args& args);
 
 // Workspace the split path needs: fp32 logits [T][64][keys] and bf16 decoded keys [T][keys][512]
 // (keys rounded up to 64).

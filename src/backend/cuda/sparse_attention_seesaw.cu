@@ -21,9 +21,9 @@
 //    b - 1 (the other consumer's), so that tile is released as soon as its P is out, with the S
 //    step of b queued behind it when b's tile is already full; then softmax and PV of b. While
 //    one consumer's softmax runs, the other one's MMAs use the tensor cores ("seesaw");
-//  - the epilogue divides by the denominators (attn::ExactDivider: __fdiv_rn's bits without its
-//    per-division branch), stages O in Q's tile by stmatrix and writes it out by TMA, then loads
-//    the next query's Q.
+//  - the owner of a query's last key block loads the next query's Q into Q's tile by TMA once
+//    that block's S step is done; the epilogue divides by the denominators (attn::ExactDivider:
+//    __fdiv_rn's bits without its per-division branch) and stores O from the registers.
 // The arithmetic per head is the one-block kernel's: each logit one chain of 32 k16 steps over
 // the dims from zero, the block's maxima (order-free), p = 2^(s - max), the eight 8-key group sums
 // by the same pairs and shuffles and then the same fixed tree, l = l * rescale + sum, the value
@@ -35,6 +35,7 @@
 
 #include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/sparse_attention_seesaw.cuh"
+#include "backend/cuda/sparse_attention_seesaw_gather.cuh"
 #include "backend/cuda/sparse_attention_seesaw_producer.cuh"
 #include "backend/cuda/sparse_attention_wgmma.h"
 #include "backend/cuda/tensor_map.h"
@@ -120,7 +121,6 @@ __device__ __forceinline__ void pv_issue_ss(
 template <bool kTrace>
 __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
                                         const void* q_map,
-                                        const void* out_map,
                                         uint8_t* smem,
                                         const Bars& bars,
                                         int num_blocks) {
@@ -240,6 +240,14 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
       wg::wgmma_wait<0>();
       wg::fence_regs(sacc);
       tr.mark(12, gb);
+      // The query's last S step is done (the other consumer's were before its pfull, waited
+      // for above), so Q's tile takes the next query's Q now, under this query's last softmax,
+      // PV steps and epilogue. With one block, the other consumer may not have waited for this
+      // query's Q yet: the load then waits for the epilogue (below).
+      if (b == num_blocks - 1 && num_blocks > 1 && (threadIdx.x & 127) == 0 &&
+          t + gridDim.x < a.num_queries) {
+        load_q(t + gridDim.x);
+      }
       // 2. Scale and mask (attn::block_scores), block maxima across the quad.
       float bmax[2] = {-INFINITY, -INFINITY};
       if (valid == ~uint64_t{0}) {
@@ -352,45 +360,67 @@ __device__ __forceinline__ void consume(const SparseAttentionFp8Args& a,
 #pragma unroll
       for (int i = 0; i < 128; ++i) o[i] = __fdiv_rn(o[i], den[(i >> 1) & 1]);
     }
-    // The stores. Every S step of this query is done (the other consumer's last one before its
-    // pfull, waited for), so Q's tile takes O (bf16 pairs by stmatrix): this consumer's 256 dims
-    // as four 8 KB boxes of 64 dims (128-byte swizzled), out by TMA, then the next query's Q.
-    // 64 scattered 4-byte stores a thread held the LSU long enough to stall the producers' next
-    // query; staging in the 8 KB P tiles (four serial TMA round trips, the next Q loaded after
-    // the last S) measured the same (docs/notes/cuda-kernels.md, session 17).
-    const bool leader = (threadIdx.x & 127) == 0;
-    const int mi = lane >> 3, r = 16 * warp + (mi & 1) * 8 + (lane & 7);
-    const uint32_t stage = q_addr + c * 32768;
+    // The stores, straight from the registers. bf16: a 4 x 4 transpose within each quad (its four
+    // lanes hold the four words of each 8-dim chunk) gives each lane whole chunks, 16-byte stores
+    // of 64 contiguous bytes a row per quad; floats (out_f32): each lane's pairs as they are.
+    // Q's tile is not needed for staging, so the next
+    // query's Q loads under this epilogue (docs/notes/cuda-kernels.md, session 22: the staged
+    // TMA stores and the Q load after them took about 10 K cycles a query).
+    uint16_t* out_row = a.out + (t * kAttnHeads + row0) * kKvDim + 256 * c;
+    float* out_row_f32 = a.out_f32 + (t * kAttnHeads + row0) * kKvDim + 256 * c + 2 * tq;
 #pragma unroll
-    for (int j = 0; j < 32; j += 2) {
-      const int chunk = (j & 7) + (mi >> 1);
-      wg::stmatrix_x4(stage + (j >> 3) * 8192 + r * 128 + ((chunk ^ (r & 7)) << 4),
-                      pack_bf16(o[4 * j], o[4 * j + 1]), pack_bf16(o[4 * j + 2], o[4 * j + 3]),
-                      pack_bf16(o[4 * j + 4], o[4 * j + 5]), pack_bf16(o[4 * j + 6], o[4 * j + 7]));
-    }
-    wg::fence_proxy_async();
-    wg::named_bar_sync(1 + c, 128);
-    if (leader) {
-      for (int k = 0; k < 4; ++k) {
-        wg::tma_store_2d(out_map, stage + k * 8192, 256 * c + 64 * k, static_cast<int>(t * 64));
+    for (int r = 0; r < 2; ++r) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        uint32_t w[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const int j = 4 * i + k;
+          w[k] = pack_bf16(o[4 * j + 2 * r], o[4 * j + 2 * r + 1]);
+        }
+        if (a.out_f32) {  // the same values as floats: a quad's pairs are 32 contiguous bytes
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            *reinterpret_cast<float2*>(out_row_f32 + r * 8 * kKvDim + 8 * (4 * i + k)) =
+                make_float2(__uint_as_float(w[k] << 16), __uint_as_float(w[k] & 0xffff0000u));
+          }
+          continue;
+        }
+        // After the two exchanges lane tq holds word k of chunk 4 i + tq in w[k].
+#pragma unroll
+        for (int bit = 1; bit <= 2; bit <<= 1) {
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            if (k & bit) continue;
+            const bool hi = (tq & bit) != 0;
+            const uint32_t y = __shfl_xor_sync(0xffffffffu, hi ? w[k] : w[k + bit], bit);
+            if (hi) {
+              w[k] = y;
+            } else {
+              w[k + bit] = y;
+            }
+          }
+        }
+        *reinterpret_cast<uint4*>(out_row + r * 8 * kKvDim + 8 * (4 * i + tq)) =
+            make_uint4(w[0], w[1], w[2], w[3]);
       }
-      wg::tma_store_wait_read<0>();
     }
-    wg::named_bar_sync(3, 256);  // both consumers' boxes are read
-    if (threadIdx.x == 0 && num_blocks > 0 && t + gridDim.x < a.num_queries) load_q(t + gridDim.x);
+    if (num_blocks == 1) {  // both consumers are past this query's Q: the next one loads
+      wg::named_bar_sync(3, 256);
+      if (threadIdx.x == 0 && t + gridDim.x < a.num_queries) load_q(t + gridDim.x);
+    }
     tr.mark(20, gb0);
   }
-  if ((threadIdx.x & 127) == 0) wg::tma_store_wait_all();
   tr.flush(a, smem, c);
 }
 
 // kAblate: the benchmark's variant that honours args.ablate bits 0 and 1 (producer.cuh); kTrace:
-// the one that records the timeline (bit 6). Real calls run <false, false>.
-template <bool kAblate, bool kTrace>
+// the one that records the timeline (bit 6); kGather: the producers copy rows of args.key_table
+// (sparse_attention_seesaw_gather.cuh). Real calls run <false, false, kGather>.
+template <bool kAblate, bool kTrace, bool kGather>
 __global__ void __launch_bounds__(kThreads, 1)
     sparse_attention_seesaw_kernel(SparseAttentionFp8Args a,
-                                   const __grid_constant__ CUtensorMap q_map,
-                                   const __grid_constant__ CUtensorMap out_map) {
+                                   const __grid_constant__ CUtensorMap q_map) {
   pdl::enter_dependent_grid();
   extern __shared__ __align__(1024) uint8_t smem[];
   // The declared alignment is the platform's promise (DeepGEMM's kernels rely on it too); were
@@ -403,7 +433,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int s = 0; s < 2; ++s) {
       // One arrival per thread (racecheck does not follow a warp's __syncwarp into lane 0's
       // arrival; one per warp measured the same: session 17).
-      mbar::init(bars.full(s), 32 * kProducerWarps);
+      // (Gather mode: also one arrival a producer thread when its copies land.)
+      mbar::init(bars.full(s), (kGather ? 2 : 1) * 32 * kProducerWarps);
       mbar::init(bars.empty(s), 256);
       mbar::init(bars.pfull(s), 128);
       mbar::init(bars.pempty(s), 128);
@@ -414,18 +445,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   if (threadIdx.x >= 256) {
     wg::setmaxnreg_dec<kProducerRegs>();
-    produce<kAblate, kTrace>(a, smem, bars, num_blocks);
+    if constexpr (kGather) {
+      produce_gather<kTrace>(a, smem, bars, num_blocks);
+    } else {
+      produce<kAblate, kTrace>(a, smem, bars, num_blocks);
+    }
   } else {
     wg::setmaxnreg_inc<256 - kProducerRegs>();
-    consume<kTrace>(a, &q_map, &out_map, smem, bars, num_blocks);
+    consume<kTrace>(a, &q_map, smem, bars, num_blocks);
   }
 }
 
 #else
 
-template <bool kAblate, bool kTrace>
+template <bool kAblate, bool kTrace, bool kGather>
 __global__ void sparse_attention_seesaw_kernel(SparseAttentionFp8Args,
-                                               const __grid_constant__ CUtensorMap,
                                                const __grid_constant__ CUtensorMap) {
   pdl::enter_dependent_grid();
 }
@@ -437,23 +471,23 @@ __global__ void sparse_attention_seesaw_kernel(SparseAttentionFp8Args,
 
 cudaError_t sparse_attention_seesaw(const SparseAttentionFp8Args& a, int sms, cudaStream_t stream) {
   const size_t bytes = seesaw::SLayout::kBytes;
-  // Q and out as [queries * 64][512] bf16 in boxes of 64 dims x 64 heads, 128-byte swizzled
-  // (Q: the K-major layout of the S step's A operand; out: the epilogue's staging layout).
+  // Q as [queries * 64][512] bf16 in boxes of 64 dims x 64 heads, 128-byte swizzled: the K-major
+  // layout of the S step's A operand.
   const uint64_t rows = static_cast<uint64_t>(a.num_queries) * kAttnHeads;
-  CUtensorMap q_map{}, out_map{};
+  CUtensorMap q_map{};
   cudaError_t e = make_tensor_map_2d(&q_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.q, kKvDim, rows,
                                      2 * kKvDim, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (e == cudaSuccess) {
-    e = make_tensor_map_2d(&out_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, a.out, kKvDim, rows,
-                           2 * kKvDim, 64, 64, CU_TENSOR_MAP_SWIZZLE_128B);
-  }
   if (e != cudaSuccess) return e;
-  // One benchmark variant at a time: the stages left out (bits 0, 1) or the timeline (bit 6).
+  // One benchmark variant at a time: the stages left out (bits 0, 1; not in gather mode) or the
+  // timeline (bit 6).
   const bool ablate = (a.ablate & 3) != 0, trace = (a.ablate & 64) != 0;
-  if (ablate && trace) return cudaErrorInvalidValue;
-  auto* kernel = ablate  ? seesaw::sparse_attention_seesaw_kernel<true, false>
-                 : trace ? seesaw::sparse_attention_seesaw_kernel<false, true>
-                         : seesaw::sparse_attention_seesaw_kernel<false, false>;
+  const bool gather = a.key_table != nullptr && a.key_rows != nullptr;
+  if (ablate && (trace || gather)) return cudaErrorInvalidValue;
+  auto* kernel = ablate   ? seesaw::sparse_attention_seesaw_kernel<true, false, false>
+                 : gather ? (trace ? seesaw::sparse_attention_seesaw_kernel<false, true, true>
+                                   : seesaw::sparse_attention_seesaw_kernel<false, false, true>)
+                 : trace  ? seesaw::sparse_attention_seesaw_kernel<false, true, false>
+                          : seesaw::sparse_attention_seesaw_kernel<false, false, false>;
   e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(bytes));
   if (e != cudaSuccess) return e;
@@ -461,7 +495,7 @@ cudaError_t sparse_attention_seesaw(const SparseAttentionFp8Args& a, int sms, cu
   // block runs a query does not change its bits).
   const int64_t blocks = std::min<int64_t>(a.num_queries, std::max(sms, 1));
   pdl::launch_dependent(kernel, dim3(static_cast<unsigned>(blocks)), dim3(seesaw::kThreads), bytes,
-                        stream, a, q_map, out_map);
+                        stream, a, q_map);
   return cudaGetLastError();
 }
 
