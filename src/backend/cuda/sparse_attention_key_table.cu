@@ -62,6 +62,24 @@ __device__ __forceinline__ int64_t map_index(
   return r >= 0 && r < extra_rows ? window_rows + r : -1;
 }
 
+// This thread's keys in the mark and key-row kernels: kPairs keys kThreads apart (their loads
+// issued together: the map reads are scattered, and one at a time the kernels waited on each).
+__device__ __forceinline__ int64_t first_key() {
+  return static_cast<int64_t>(blockIdx.x) * kThreads * kPairs + threadIdx.x;
+}
+__device__ __forceinline__ void thread_keys(const SparseAttentionFp8Args& a,
+                                            int64_t window_rows,
+                                            int64_t extra_rows,
+                                            int64_t (&m)[kPairs]) {
+  const int keys = a.num_indices + a.num_extra;
+  const int64_t n = a.num_queries * keys;
+#pragma unroll
+  for (int u = 0; u < kPairs; ++u) {
+    const int64_t i = first_key() + u * kThreads;
+    m[u] = i < n ? map_index(a, window_rows, extra_rows, i / keys, static_cast<int>(i % keys)) : -1;
+  }
+}
+
 __global__ void clear_kernel(int32_t* map, int64_t n, int32_t* counter) {
   pdl::enter_dependent_grid();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -71,8 +89,6 @@ __global__ void clear_kernel(int32_t* map, int64_t n, int32_t* counter) {
 }
 
 // The first key to reach a row claims it (0 -> -1) and takes the next table row if one is left.
-// Each thread takes kPairs keys kThreads apart, their loads issued together (the map reads are
-// scattered: one at a time, the kernel waited on each).
 __global__ void mark_kernel(SparseAttentionFp8Args a,
                             int64_t window_rows,
                             int64_t extra_rows,
@@ -81,16 +97,9 @@ __global__ void mark_kernel(SparseAttentionFp8Args a,
                             int32_t* counter,
                             int64_t capacity) {
   pdl::enter_dependent_grid();
-  const int keys = a.num_indices + a.num_extra;
-  const int64_t n = a.num_queries * keys;
-  const int64_t i0 = static_cast<int64_t>(blockIdx.x) * kThreads * kPairs + threadIdx.x;
   int64_t m[kPairs];
+  thread_keys(a, window_rows, extra_rows, m);
   int32_t seen[kPairs];
-#pragma unroll
-  for (int u = 0; u < kPairs; ++u) {
-    const int64_t i = i0 + u * kThreads;
-    m[u] = i < n ? map_index(a, window_rows, extra_rows, i / keys, static_cast<int>(i % keys)) : -1;
-  }
 #pragma unroll
   for (int u = 0; u < kPairs; ++u) seen[u] = m[u] >= 0 ? map[m[u]] : 1;  // (a stale 0: one CAS)
 #pragma unroll
@@ -138,21 +147,15 @@ __global__ void key_rows_kernel(SparseAttentionFp8Args a,
                                 const int32_t* map,
                                 int32_t* key_rows) {
   pdl::enter_dependent_grid();
-  const int keys = a.num_indices + a.num_extra;
-  const int64_t n = a.num_queries * keys;
-  const int64_t i0 = static_cast<int64_t>(blockIdx.x) * kThreads * kPairs + threadIdx.x;
   int64_t m[kPairs];
+  thread_keys(a, window_rows, extra_rows, m);
   int32_t v[kPairs];
 #pragma unroll
-  for (int u = 0; u < kPairs; ++u) {
-    const int64_t i = i0 + u * kThreads;
-    m[u] = i < n ? map_index(a, window_rows, extra_rows, i / keys, static_cast<int>(i % keys)) : -1;
-  }
-#pragma unroll
   for (int u = 0; u < kPairs; ++u) v[u] = m[u] >= 0 ? map[m[u]] : 0;
+  const int64_t n = a.num_queries * (a.num_indices + a.num_extra);
 #pragma unroll
   for (int u = 0; u < kPairs; ++u) {
-    const int64_t i = i0 + u * kThreads;
+    const int64_t i = first_key() + u * kThreads;
     if (i >= n) continue;
     if (v[u] < 0) {  // no table row: the producers decode it from its pool
       v[u] = m[u] < window_rows ? ~static_cast<int32_t>(m[u])

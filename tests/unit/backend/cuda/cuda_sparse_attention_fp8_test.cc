@@ -283,12 +283,10 @@ TEST_F(SparseAttentionFp8Test, WgmmaKernelMatchesMmaSyncBitwise) {
   int cases = 0;
   for (const BitwiseCase c : kBitwiseCases) {
     for (uint32_t seed : {1u, 2u}) {
-      const Problem p = make_problem(c.T, c.win, c.extra, seed * 7 + static_cast<uint32_t>(c.T));
-      DeviceProblem dp = upload_bitwise_case(this, p, c, seed);
-      ASSERT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaSuccess);
-      const auto ref = download(dp.args.out, static_cast<size_t>(p.T * H * D));
-      dp.args.out = upload(std::vector<uint16_t>(ref.size(), 0x7fc1));
-      EXPECT_TRUE(wgmma_bits(dp.args, ref))
+      BitwiseReference r = bitwise_reference(this, c, seed);
+      const std::vector<uint16_t>& ref = r.bits;
+      r.dp.args.out = upload(std::vector<uint16_t>(ref.size(), 0x7fc1));
+      EXPECT_TRUE(wgmma_bits(r.dp.args, ref))
           << "T=" << c.T << " win=" << c.win << " extra=" << c.extra << " seed " << seed;
       ++cases;
     }

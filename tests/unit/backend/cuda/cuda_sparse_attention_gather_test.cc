@@ -51,14 +51,13 @@ TEST_F(SparseAttentionGatherTest, MatchesTheDefaultKernelsBitwise) {
   int cases = 0;
   for (const BitwiseCase c : kBitwiseCases) {
     for (uint32_t seed : {1u, 2u}) {
-      const Problem p = make_problem(c.T, c.win, c.extra, seed * 7 + static_cast<uint32_t>(c.T));
-      DeviceProblem dp = upload_bitwise_case(this, p, c, seed);
-      ASSERT_EQ(sparse_attention_fp8(dp.args, nullptr), cudaSuccess);
-      const auto ref = download(dp.args.out, static_cast<size_t>(p.T * H * D));
+      const BitwiseReference r = bitwise_reference(this, c, seed);
+      const Problem& p = r.p;
       for (int64_t capacity : {p.pool8 + p.pool4, int64_t{5}, int64_t{0}}) {
-        const SparseAttentionFp8Args g = with_table(dp.args, p.pool8, p.pool4, capacity);
-        EXPECT_TRUE(gather_bits(g, ref)) << "T=" << c.T << " win=" << c.win << " extra=" << c.extra
-                                         << " seed " << seed << " capacity " << capacity;
+        const SparseAttentionFp8Args g = with_table(r.dp.args, p.pool8, p.pool4, capacity);
+        EXPECT_TRUE(gather_bits(g, r.bits))
+            << "T=" << c.T << " win=" << c.win << " extra=" << c.extra << " seed " << seed
+            << " capacity " << capacity;
       }
       ++cases;
     }

@@ -219,5 +219,23 @@ inline DeviceProblem upload_bitwise_case(SparseAttentionFp8Test* t,
   return dp;
 }
 
+// Case c with `seed` on the device (upload_bitwise_case) and its output bits on the mma.sync
+// kernel, the reference of the bitwise comparisons.
+struct BitwiseReference {
+  Problem p;
+  DeviceProblem dp;
+  std::vector<uint16_t> bits;
+};
+inline BitwiseReference bitwise_reference(SparseAttentionFp8Test* t,
+                                          const BitwiseCase& c,
+                                          uint32_t seed) {
+  BitwiseReference r;
+  r.p = make_problem(c.T, c.win, c.extra, seed * 7 + static_cast<uint32_t>(c.T));
+  r.dp = upload_bitwise_case(t, r.p, c, seed);
+  EXPECT_EQ(sparse_attention_fp8(r.dp.args, nullptr), cudaSuccess);
+  r.bits = t->download(r.dp.args.out, static_cast<size_t>(r.p.T * H * D));
+  return r;
+}
+
 }  // namespace
 }  // namespace di::backend::cuda
