@@ -21,11 +21,11 @@ bool tensor_core_shape(const KvAttentionArgs& a) {
          a.window_pool_rows < 0x7fffffff;
 }
 
-// Whether the seesaw kernel's gather mode pays and its row bounds are known and in range.
+// Whether the seesaw kernel's gather mode pays (given that the seesaw kernel runs) and its row
+// bounds are known and in range.
 bool gather_pays(const KvAttentionArgs& a) {
   constexpr int64_t kMaxRows = int64_t{1} << 30;
-  return a.distinct_rows > 0 && a.distinct_rows < kMaxRows &&
-         a.window_pool_rows + a.num_queries < kMaxRows &&
+  return a.distinct_rows < kMaxRows && a.window_pool_rows + a.num_queries < kMaxRows &&
          (a.num_compressed == 0 ||
           (a.compressed_pool_rows > 0 && a.compressed_pool_rows < kMaxRows)) &&
          cuda::sparse_attention_gather_pays(a.num_queries, a.num_window + a.num_compressed,
@@ -74,8 +74,9 @@ void CudaOps::kv_attention(const KvAttentionArgs& a) const {
       f.softmax_scale = a.softmax_scale;
       // The seesaw kernel writes the floats itself; the others write bf16, widened after them.
       f.out_f32 = a.out;
+      const bool seesaw = cuda::sparse_attention_seesaw_runs(f);
       uint16_t* ob = nullptr;
-      if (!cuda::sparse_attention_seesaw_runs(f)) {
+      if (!seesaw) {
         DI_ASSIGN_OR_RETURN(ob, m.scratch<uint16_t>(qn));
         f.out_f32 = nullptr;
         f.out = ob;
@@ -91,7 +92,7 @@ void CudaOps::kv_attention(const KvAttentionArgs& a) const {
       }
       // Queries that share their keys (a prefill) decode each distinct row once into a table
       // that the kernel copies from (sparse_attention_key_table.h: the same bits).
-      if (gather_pays(a)) {
+      if (seesaw && gather_pays(a)) {
         const cuda::SparseAttentionKeyTableShape shape{
             a.window_pool_rows + (a.fresh ? a.num_queries : 0),
             a.num_compressed > 0 ? a.compressed_pool_rows : 0, a.distinct_rows};

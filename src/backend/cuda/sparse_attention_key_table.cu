@@ -3,10 +3,8 @@
 #include <algorithm>
 
 #include "backend/cuda/grid_dependency.cuh"
-#include "backend/cuda/kv_cache_decode.cuh"
 #include "backend/cuda/sparse_attention_key_table.h"
 #include "backend/cuda/sparse_attention_steps.cuh"
-#include "backend/cuda/sparse_attention_wgmma.h"
 
 namespace di::backend::cuda {
 namespace {
@@ -128,13 +126,8 @@ __global__ void decode_kernel(SparseAttentionFp8Args a,
   uint32_t v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   if (s > 0) {
     const int64_t m = list[s];
-    if (m < window_rows) {
-      const uint8_t* row = attn::fp8_row(a, static_cast<int32_t>(m));
-      decode_fp8x16(*reinterpret_cast<const uint4*>(row + lane * 16), row[512 + lane / 2], v);
-    } else {
-      const uint8_t* row = a.extra_kv + (m - window_rows) * kKvFp4RowBytes;
-      decode_fp4x16(*reinterpret_cast<const uint2*>(row + lane * 8), row[256 + lane], v);
-    }
+    const bool fp8 = m < window_rows;
+    attn::decode_stored_row(a, fp8, static_cast<int32_t>(fp8 ? m : m - window_rows), lane, v);
   }
   uint4* dst = reinterpret_cast<uint4*>(table + s * kKvDim + lane * 16);
   dst[0] = make_uint4(v[0], v[1], v[2], v[3]);
@@ -215,16 +208,6 @@ cudaError_t sparse_attention_key_table(SparseAttentionFp8Args& a,
   a.key_table = c.table;
   a.key_rows = c.key_rows;
   return cudaGetLastError();
-}
-
-bool sparse_attention_gather_pays(int64_t num_queries, int num_keys, int64_t distinct_rows) {
-  int dev = 0, major = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-    return false;
-  }
-  return sparse_attention_wgmma_supported(major) && num_queries >= kAttnSeesawMinQueries &&
-         distinct_rows > 0 && distinct_rows * kAttnGatherMinReuse <= num_queries * num_keys;
 }
 
 }  // namespace di::backend::cuda

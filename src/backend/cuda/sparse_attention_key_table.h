@@ -44,10 +44,12 @@ cudaError_t sparse_attention_key_table(SparseAttentionFp8Args& a,
                                        size_t bytes,
                                        cudaStream_t stream);
 
-// Whether a call of this many queries and distinct rows pays for the gather mode: the seesaw
-// kernel runs it (sm_90, kAttnSeesawMinQueries queries and more) and each distinct row is read
-// by at least kAttnGatherMinReuse queries on average.
+// Whether a call of this many queries and distinct rows pays for the gather mode, when the seesaw
+// kernel runs it (sparse_attention_seesaw_runs): each distinct row is read by at least
+// kAttnGatherMinReuse queries on average.
 inline constexpr int64_t kAttnGatherMinReuse = 4;
-bool sparse_attention_gather_pays(int64_t num_queries, int num_keys, int64_t distinct_rows);
+inline bool sparse_attention_gather_pays(int64_t num_queries, int num_keys, int64_t distinct_rows) {
+  return distinct_rows > 0 && distinct_rows * kAttnGatherMinReuse <= num_queries * num_keys;
+}
 
 }  // namespace di::backend::cuda

@@ -30,15 +30,8 @@ __device__ __forceinline__ void cp_async_track(uint32_t bar) {
 // default producers do.
 __device__ __forceinline__ void decode_pool_row(
     const SparseAttentionFp8Args& a, int32_t code, uint8_t* tile, int r, int lane) {
-  const int32_t index = code & ((1 << 30) - 1);
   uint32_t v[8];
-  if (code >> 30) {
-    const uint8_t* row = a.extra_kv + static_cast<int64_t>(index) * kKvFp4RowBytes;
-    decode_fp4x16(*reinterpret_cast<const uint2*>(row + lane * 8), row[256 + lane], v);
-  } else {
-    const uint8_t* row = attn::fp8_row(a, index);
-    decode_fp8x16(*reinterpret_cast<const uint4*>(row + lane * 16), row[512 + lane / 2], v);
-  }
+  attn::decode_stored_row(a, (code >> 30) == 0, code & ((1 << 30) - 1), lane, v);
   *reinterpret_cast<uint4*>(tile + sw128(r, 2 * lane)) = make_uint4(v[0], v[1], v[2], v[3]);
   *reinterpret_cast<uint4*>(tile + sw128(r, 2 * lane + 1)) = make_uint4(v[4], v[5], v[6], v[7]);
 }

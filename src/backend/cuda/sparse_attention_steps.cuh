@@ -64,6 +64,19 @@ __device__ __forceinline__ const uint8_t* fp8_row(const SparseAttentionFp8Args& 
              : a.fresh_kv + static_cast<int64_t>(row - a.fresh_from) * kKvFp8RowBytes;
 }
 
+// This lane's 16 dims (16 lane .. 16 lane + 15) of stored row `index` (>= 0; FP8 window rows
+// through fp8_row, else FP4 compressed rows) decoded to 8 bf16 pairs times 2^-32.
+__device__ __forceinline__ void decode_stored_row(
+    const SparseAttentionFp8Args& a, bool fp8, int32_t index, int lane, uint32_t (&v)[8]) {
+  if (fp8) {
+    const uint8_t* row = fp8_row(a, index);
+    decode_fp8x16(*reinterpret_cast<const uint4*>(row + lane * 16), row[512 + lane / 2], v);
+  } else {
+    const uint8_t* row = a.extra_kv + static_cast<int64_t>(index) * kKvFp4RowBytes;
+    decode_fp4x16(*reinterpret_cast<const uint2*>(row + lane * 8), row[256 + lane], v);
+  }
+}
+
 // Issues the cp.async copies of one key block's stored rows into `raw`. bidx: the block's 64
 // indices; j0: the block's first key (keys >= num_win are FP4 rows).
 __device__ __forceinline__ void load_block(uint8_t* raw,
