@@ -27,6 +27,15 @@ class Memory {
   virtual void upload(const float* host, float* dst, int64_t count) const = 0;
   // Waits for the ops that write `src` (a device backend synchronizes).
   virtual void download(const float* src, float* host, int64_t count) const = 0;
+  // Starts a copy of `count` floats to `host` and returns its ticket: the copy is complete once
+  // wait_download(ticket) returns, and the host goes on issuing work meanwhile (the next step while
+  // this step's tokens come back). `host` must stay valid until then. Host memory copies at once.
+  virtual uint64_t download_async(const float* src, float* host, int64_t count) const {
+    download(src, host, count);
+    return 0;
+  }
+  // Waits for the download `ticket` and every one started before it, not for later work.
+  virtual void wait_download(uint64_t /*ticket*/) const {}
   // Strided copy inside backend memory: `rows` runs of `width` floats.
   virtual void copy_2d(const float* src,
                        int64_t src_stride,

@@ -149,6 +149,29 @@ struct Fp8RowTable {
   int64_t width = 0;  // a multiple of 32
 };
 
+// Engram bucket rows of positions whose own token is in backend memory (a token chosen on the
+// backend by the previous step): for i < num_rows, row r = rows[i] of `out` gets
+// (max_ngram - 1) * heads ids from kernels::engram::hash_position over shifted = (c, look_back[i]
+// ...) with c = token_map[tokens[r]], or over max_ngram pad tokens when c is dead (< 0) or
+// tokens[r] is outside the map. look_back[i] holds the host-known compressed tokens at look-backs
+// 1 .. max_ngram - 1, already pad from the first one past the sequence start or dead
+// (engram::NgramHasher::look_back_pending).
+struct EngramHashArgs {
+  const int32_t* tokens = nullptr;  // backend, indexed by the rows
+  const int64_t* rows = nullptr;    // host [num_rows]
+  int64_t num_rows = 0;
+  const int32_t* look_back = nullptr;  // host [num_rows, max_ngram - 1]
+  const int32_t* token_map = nullptr;  // host [map_size] (a device backend caches it by address)
+  int64_t map_size = 0;
+  int max_ngram = 0;
+  int heads = 0;
+  const int64_t* multipliers = nullptr;  // host [max_ngram]: this layer's
+  const int64_t* primes = nullptr;       // host [(max_ngram - 1) * heads]
+  const int64_t* offsets = nullptr;      // host [(max_ngram - 1) * heads]
+  int32_t pad = 0;                       // the pad token's compressed id
+  int32_t* out = nullptr;                // backend, [.., (max_ngram - 1) * heads]
+};
+
 // Time spent in one op (by name) since the last reset, when the backend profiles its ops.
 struct OpTime {
   std::string op;
@@ -412,9 +435,11 @@ class Ops : public Memory {
 
   // Token embeddings replicated over `copies` hyper-connection copies (reference
   // ParallelEmbedding, then one copy per hc stream): out.row(r)[k * dim + d] = table[tokens[r], d]
-  // for k < copies, dim = table.in_features, from a BF16 or F32 table. `tokens` is host memory,
-  // each in [0, table.out_features) (the model checks). A device backend keeps the table and
-  // gathers there (a host gather moved hc copies of fp32 rows: 21 MB per step at batch 256).
+  // for k < copies, dim = table.in_features, from a BF16 or F32 table. `tokens` is backend memory
+  // (a step's tokens may have been chosen there by the previous step), each in [0,
+  // table.out_features) (the model checks the host's, the vocabulary bounds the backend's). A
+  // device backend keeps the table and gathers there (a host gather moved hc copies of fp32 rows:
+  // 21 MB per step at batch 256).
   virtual void embed_rows(const WeightView& table,
                           const int32_t* tokens,
                           int copies,
@@ -422,23 +447,41 @@ class Ops : public Memory {
 
   // Rows of an e4m3 table with one ue8m0 scale per (row, 32 values), as the Engram embeddings are
   // stored: out.row(i)[d] = bf16(e4m3(table.data[index[i], d]) * 2^(scale[index[i], d / 32] - 127))
-  // for d < table.width (out.cols == table.width). `index` is host memory, each in [0,
+  // for d < table.width (out.cols == table.width). `index` is backend memory, each in [0,
   // table.rows) (the hasher's range). A device backend keeps the table and gathers there (the host
   // decoded and uploaded 24 KB per row and step at the V4.1 shape).
   virtual void gather_fp8_rows(const Fp8RowTable& table,
                                const int32_t* index,
                                RowsView out) const = 0;
 
+  // One Engram layer's bucket rows for the positions whose own token is in backend memory
+  // (EngramHashArgs; kernels/ref/engram_hash.h computes them as the host hasher does).
+  virtual void engram_hash_rows(const EngramHashArgs& a) const = 0;
+
   // out[r] = the first index of row r's largest value (std::max_element's choice; rows without
-  // NaN), written to host memory: greedy sampling reads one int per row instead of the row (a
-  // device backend waits for it).
-  virtual void argmax_rows(ConstRowsView x, int32_t* out) const = 0;
+  // NaN), in backend memory: greedy sampling reads one int per row instead of the row, and the
+  // next step may embed it from there without a host round trip.
+  virtual void argmax_rows_to(ConstRowsView x, int32_t* out) const = 0;
 
   // out[r] = the token sampled from row r (kernels/ref/sample_row.h: penalties, bias and the
   // allowed-token mask applied to x in place, then temperature, top-k, top-p, min-p and the
-  // counter-keyed draw), written to host memory; bitwise what the host sampler draws. `a` is host
-  // memory. A device backend waits only for the tokens.
-  virtual void sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const = 0;
+  // counter-keyed draw), in backend memory; bitwise what the host sampler draws. `a` is host
+  // memory.
+  virtual void sample_rows_to(RowsView x,
+                              const kernels::sample::RowsArgs& a,
+                              int32_t* out) const = 0;
+
+  // The same into host memory `out`: the host waits for the tokens (only for them).
+  void argmax_rows(ConstRowsView x, int32_t* out) const {
+    const Buffer tokens(*this, std::max<int64_t>(x.rows, 1), 1);
+    argmax_rows_to(x, reinterpret_cast<int32_t*>(tokens.data()));
+    download(tokens.data(), reinterpret_cast<float*>(out), x.rows);
+  }
+  void sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const {
+    const Buffer tokens(*this, std::max<int64_t>(x.rows, 1), 1);
+    sample_rows_to(x, a, reinterpret_cast<int32_t*>(tokens.data()));
+    download(tokens.data(), reinterpret_cast<float*>(out), x.rows);
+  }
 
   // dst[rows[i]] += src[i] in fp32, for i ascending (rows: host indices, distinct). The MoE
   // combine adds each expert's rows into the accumulator this way, experts in index order.

@@ -107,6 +107,12 @@ void TracingOps::upload(const float* host, float* dst, int64_t count) const {
   backend_bytes("upload", "dst", dst, float_bytes(count));
 }
 
+uint64_t TracingOps::download_async(const float* src, float* host, int64_t count) const {
+  const uint64_t ticket = inner_->download_async(src, host, count);
+  backend_bytes("download_async", "src", src, float_bytes(count));  // the host's copy comes later
+  return ticket;
+}
+
 void TracingOps::download(const float* src, float* host, int64_t count) const {
   inner_->download(src, host, count);
   host_bytes("download", "host", host, float_bytes(count));

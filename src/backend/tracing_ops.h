@@ -51,6 +51,8 @@ class TracingOps final : public Ops {
   void deallocate(float* p) const override { inner_->deallocate(p); }
   void upload(const float* host, float* dst, int64_t count) const override;
   void download(const float* src, float* host, int64_t count) const override;
+  uint64_t download_async(const float* src, float* host, int64_t count) const override;
+  void wait_download(uint64_t ticket) const override { inner_->wait_download(ticket); }
   void copy_2d(const float* src,
                int64_t src_stride,
                float* dst,
@@ -136,8 +138,9 @@ class TracingOps final : public Ops {
                   int copies,
                   RowsView out) const override;
   void gather_fp8_rows(const Fp8RowTable& table, const int32_t* index, RowsView out) const override;
-  void argmax_rows(ConstRowsView x, int32_t* out) const override;
-  void sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const override;
+  void argmax_rows_to(ConstRowsView x, int32_t* out) const override;
+  void sample_rows_to(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const override;
+  void engram_hash_rows(const EngramHashArgs& a) const override;
   void add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const override;
   void add_round_bf16(ConstRowsView a, ConstRowsView b, RowsView out) const override;
   void scale_round_bf16(RowsView x, float scale) const override;

@@ -144,15 +144,22 @@ void TracingOps::gather_fp8_rows(const Fp8RowTable& table,
   rows("gather_fp8_rows", "out", out);
 }
 
-void TracingOps::argmax_rows(ConstRowsView x, int32_t* out) const {
-  inner_->argmax_rows(x, out);
-  host_bytes("argmax_rows", "tokens", out, int_bytes(x.rows));
+void TracingOps::engram_hash_rows(const EngramHashArgs& a) const {
+  inner_->engram_hash_rows(a);
+  // The rows it writes are scattered; the gather that reads them records its output.
 }
 
-void TracingOps::sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const {
-  inner_->sample_rows(x, a, out);
+void TracingOps::argmax_rows_to(ConstRowsView x, int32_t* out) const {
+  inner_->argmax_rows_to(x, out);
+  backend_bytes("argmax_rows", "tokens", out, int_bytes(x.rows));
+}
+
+void TracingOps::sample_rows_to(RowsView x,
+                                const kernels::sample::RowsArgs& a,
+                                int32_t* out) const {
+  inner_->sample_rows_to(x, a, out);
   rows("sample_rows", "logits", x);
-  host_bytes("sample_rows", "tokens", out, int_bytes(x.rows));
+  backend_bytes("sample_rows", "tokens", out, int_bytes(x.rows));
 }
 
 void TracingOps::add_rows(ConstRowsView src, const int64_t* idx, RowsView dst) const {

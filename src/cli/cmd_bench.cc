@@ -204,6 +204,10 @@ int run_bench_command(int argc, char** argv) {
   app.add_flag("--argmax", argmax_only,
                "greedy sampling on the backend: only each row's argmax is copied to the host (the "
                "engine does this for greedy requests without logits processors)");
+  bool pipeline = false;
+  app.add_flag("--pipeline", pipeline,
+               "decode steps feed each step's tokens back on the backend (pending tokens): step "
+               "k + 1 is issued before step k's tokens are downloaded (with --argmax or --sample)");
   std::string sample_spec;
   app.add_option("--sample", sample_spec,
                  "sampling on the backend with these parameters, e.g. "
@@ -231,6 +235,11 @@ int run_bench_command(int argc, char** argv) {
       return 2;
     }
     argmax_only = true;  // the same path: only the rows' tokens come back
+  }
+  if (pipeline && !argmax_only) {
+    std::cerr << "deepinfer bench: --pipeline needs --argmax or --sample (the tokens it feeds "
+                 "back are chosen on the backend)\n";
+    return 2;
   }
   if (argmax_only && replay_tail > 0) {
     std::cerr << "deepinfer bench: --argmax cannot be combined with --replay-tail (the replay "
@@ -294,6 +303,19 @@ int run_bench_command(int argc, char** argv) {
   auto cpu_now = [] { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; };
   double prefill_cpu = 0, decode_cpu = 0;
   std::vector<float> last_logits;
+  // A pipelined step's tokens: waited for, then each sequence's pending token recorded.
+  auto collect_tokens = [&](model::LogitsSelection& done) -> Status {
+    DI_RETURN_IF_ERROR((*model)->wait_tokens(done));
+    for (int b = 0; b < batch; ++b) {
+      DI_RETURN_IF_ERROR((*model)->commit_token(seqs[static_cast<size_t>(b)],
+                                                done.argmax[static_cast<size_t>(b)]));
+    }
+    return Status();
+  };
+  // Pipelined decode: the previous step's selection, whose tokens the next step reads.
+  model::LogitsSelection selections[2];
+  model::LogitsSelection* feed = nullptr;
+  int parity = 0;
   auto step = [&](int tokens_per_seq, double* seconds, double* cpu) -> Status {
     model::ForwardContext ctx;
     ctx.pool = &*state;
@@ -305,13 +327,21 @@ int run_bench_command(int argc, char** argv) {
       const int64_t replay_from =
           replay_tail > 0 ? std::max<int64_t>(0, start + tokens_per_seq - replay_tail) : 0;
       ctx.chunks.push_back({&seqs[static_cast<size_t>(b)], t, replay_from});
+      if (feed) {
+        ctx.chunks.back().pending =
+            reinterpret_cast<const int32_t*>(feed->device_tokens.data()) + b;
+      }
       rows.push_back(static_cast<int64_t>(b + 1) * tokens_per_seq - 1);
     }
     // The logits land in one vector kept across steps (as the engine keeps its own): a fresh
     // 132 MB vector per step at batch 256 costs more in page faults than the copy itself.
     auto t0 = std::chrono::steady_clock::now();
     const double c0 = cpu_now();
-    model::LogitsSelection selection;
+    model::LogitsSelection local;
+    model::LogitsSelection& selection =
+        pipeline && tokens_per_seq == 1 ? selections[parity] : local;
+    selection = model::LogitsSelection();
+    selection.defer = pipeline && tokens_per_seq == 1;
     selection.full.assign(rows.size(), argmax_only ? 0 : 1);
     if (!sample_spec.empty()) {
       // Each row its own generator key (as requests at their positions would have).
@@ -324,6 +354,12 @@ int run_bench_command(int argc, char** argv) {
     }
     Status s = (*model)->forward(ctx, rows, last_logits, argmax_only ? &selection : nullptr);
     if (s.ok()) s = ops.status();
+    if (s.ok() && selection.defer) {
+      // The previous step's tokens, waited for while this step runs, then recorded.
+      if (feed) s = collect_tokens(*feed);
+      feed = &selection;
+      parity ^= 1;
+    }
     *seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     *cpu += cpu_now() - c0;
     return s;
@@ -339,6 +375,13 @@ int run_bench_command(int argc, char** argv) {
   // The prefill's ops are reported only when no decode step follows.
   const std::vector<backend::OpTime> prefill_profile = ops.take_op_profile();
   for (int i = 0; s.ok() && i < decode_steps; ++i) s = step(1, &decode_s, &decode_cpu);
+  if (s.ok() && feed) {
+    // The last step's tokens feed no step: waited for, not recorded.
+    const auto t0 = std::chrono::steady_clock::now();
+    s = (*model)->wait_tokens(*feed);
+    decode_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    feed = nullptr;
+  }
   const uint64_t decode_syncs = ops.host_syncs() - syncs_before_decode;
   const double decode_wait_s = ops.host_wait_seconds() - waits_before_decode;
   const double decode_idle_s = ops.device_idle_seconds() - idle_before_decode;

@@ -35,6 +35,12 @@ int run_bench_offline_command(int argc, char** argv) {
                  "turns per conversation: a turn's prompt is the previous prompt, its output and "
                  "--input-len new tokens")
       ->check(CLI::PositiveNumber);
+  int warmup = 0;
+  app.add_option("--warmup", warmup,
+                 "requests of --input-len tokens and 8 output tokens run before the timing (a "
+                 "device backend uploads its weights and records its graphs on first use); the "
+                 "engine's step statistics start after them, the prefix cache's include them")
+      ->check(CLI::NonNegativeNumber);
   add_engine_flags(app, opts);
   app.add_option("--seed", seed, "seed of the random prompts");
   DI_PARSE_FLAGS(app, argc, argv);
@@ -58,6 +64,21 @@ int run_bench_offline_command(int argc, char** argv) {
   api::GenerationParams gp;
   gp.max_tokens = output_len;
   gp.ignore_eos = true;
+  if (warmup > 0) {
+    std::vector<api::Prompt> warm(static_cast<size_t>(warmup));
+    for (auto& p : warm) {
+      while (static_cast<int>(p.token_ids.size()) < input_len) p.token_ids.push_back(tok(rng));
+    }
+    api::GenerationParams wp = gp;
+    wp.max_tokens = 8;
+    for (const auto& o : (*llm)->generate(warm, {wp})) {
+      if (!o.status.ok()) {
+        std::cerr << "deepinfer bench offline: warm-up: " << o.status.to_string() << "\n";
+        return 1;
+      }
+    }
+    engine.reset_stats();
+  }
   const auto t0 = std::chrono::steady_clock::now();
   int64_t in_tokens = 0, out_tokens = 0;
   for (int turn = 0; turn < turns; ++turn) {
@@ -87,10 +108,17 @@ int run_bench_offline_command(int argc, char** argv) {
   std::printf("%.3f s: %.2f requests/s, %.1f input tokens/s, %.1f output tokens/s\n", s,
               num_prompts * turns / s, static_cast<double>(in_tokens) / s,
               static_cast<double>(out_tokens) / s);
-  if (opts.engine.async_scheduling) {
+  if (opts.engine.pending_tokens) {
     std::printf(
-        "async scheduling: caller work %.3f ms/step, %.1f%% of it hidden behind the forward; "
-        "step() waited %.3f ms/step\n",
+        "pending tokens: %lld of %lld steps issued before the previous step's tokens "
+        "reached the host; step() waited %.3f ms/step for tokens\n",
+        static_cast<long long>(st.num_pending_steps), static_cast<long long>(st.num_steps),
+        1e3 * st.wait_s / steps);
+  }
+  if (opts.engine.async_scheduling && st.caller_s > 0) {
+    std::printf(
+        "async scheduling (worker thread): caller work %.3f ms/step, %.1f%% of it hidden behind "
+        "the forward; step() waited %.3f ms/step\n",
         1e3 * st.caller_s / steps, 100.0 * st.overlapped_s / std::max(1e-12, st.caller_s),
         1e3 * st.wait_s / steps);
   }

@@ -28,6 +28,10 @@ inline void add_engine_flags(CLI::App& app, api::LLMOptions& opts) {
   app.add_flag_callback(
       "--no-async-scheduling", [&opts] { opts.engine.async_scheduling = false; },
       "run each forward on the calling thread instead of overlapping it with the caller's work");
+  app.add_flag_callback(
+      "--no-pending-tokens", [&opts] { opts.engine.pending_tokens = false; },
+      "wait for each step's tokens before issuing the next step (by default a step whose "
+      "tokens are all chosen on the backend feeds them to the next step there)");
   app.add_option(
          "--prefix-cache-snapshots", opts.engine.prefix_cache_snapshots,
          "prefix cache: window snapshots kept (default: 2 x --max-num-seqs, at most a quarter of "

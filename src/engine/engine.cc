@@ -5,6 +5,7 @@
 #include <future>
 
 #include "engine/device_sampling.h"
+#include "engine/engine_in_flight.h"
 #include "kernels/ref/sample_math.h"
 #include "util/check.h"
 
@@ -31,12 +32,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 }  // namespace
-
-struct Engine::InFlight {
-  StepPlan plan;
-  std::future<Status> done;
-  std::chrono::steady_clock::time_point launched;
-};
 
 // StateBudget over the model's StatePool: one SequenceState per admitted request, restored from
 // the prefix cache when it holds a prefix of the request's tokens.
@@ -180,7 +175,14 @@ Engine::Engine(model::Model& model, EngineOptions opts, MemoryPlan plan, model::
       scheduler_(std::make_unique<Scheduler>(
           SchedulerOptions{opts.max_num_seqs, opts.max_num_batched_tokens}, *budget_)) {}
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // A deferred step's tokens land in its selection: wait for them before it goes.
+  if (inflight_ && inflight_->deferred) (void)model_.wait_tokens(inflight_->selection);
+}
+
+model::SequenceState& Engine::state_of(RequestId id) {
+  return budget_->state(id);
+}
 
 Status Engine::add_request(Request r) {
   const auto& c = model_.config();
@@ -258,15 +260,43 @@ void Engine::publish_prefixes(const StepPlan& plan) {
 
 std::vector<RequestUpdate> Engine::step() {
   std::vector<RequestUpdate> updates;
-  if (inflight_) wait_inflight(updates);
+  if (inflight_ && !inflight_->deferred) wait_inflight(updates);
   auto t0 = std::chrono::steady_clock::now();
   apply_inbox(updates);
+  // A deferred step: the next one is scheduled on its placeholders, or it completes first.
+  std::unique_ptr<InFlight> prev = std::move(inflight_);
+  if (prev && !speculate(*prev)) {
+    finish_deferred(*prev, nullptr, updates);
+    prev.reset();
+    for (RequestId id : late_finishes_) abort_request(id);
+    late_finishes_.clear();
+  }
   StepPlan plan = scheduler_->schedule();
   stats_.num_preemptions += static_cast<int64_t>(plan.preempted.size());
   fail_requests(plan.failed, "the request does not fit the state pool", updates);
   stats_.schedule_s += seconds_since(t0);
-  if (plan.chunks.empty()) return updates;
-  prepare_forward(plan);
+  if (plan.chunks.empty()) {
+    if (prev) finish_deferred(*prev, nullptr, updates);
+    return updates;
+  }
+  prepare_forward(plan, prev.get());
+  if (prev || (opts_.pending_tokens && can_defer())) {
+    // On this thread: a step reading prev's tokens must be issued before prev completes (its
+    // state then takes the tokens), and a deferred one does not wait.
+    inflight_ = issue_deferred(std::move(plan));
+    if (prev) {
+      stats_.num_pending_steps++;
+      finish_deferred(*prev, inflight_.get(), updates);
+    }
+    if (!inflight_->deferred) {
+      // Its logits came back with it: complete it now (after prev, whose tokens precede).
+      std::unique_ptr<InFlight> done = std::move(inflight_);
+      complete_step(done->plan, done->issued, updates);
+      for (RequestId id : late_finishes_) abort_request(id);
+      late_finishes_.clear();
+    }
+    return updates;
+  }
   if (!opts_.async_scheduling) {
     t0 = std::chrono::steady_clock::now();
     Status s = model_.forward(ctx_, logits_rows_, logits_, &selection_);
@@ -303,7 +333,7 @@ void Engine::wait_inflight(std::vector<RequestUpdate>& updates) {
   late_finishes_.clear();
 }
 
-void Engine::prepare_forward(const StepPlan& plan) {
+void Engine::prepare_forward(const StepPlan& plan, InFlight* prev) {
   auto t0 = std::chrono::steady_clock::now();
   ctx_ = model::ForwardContext();
   ctx_.pool = pool_.get();
@@ -322,6 +352,16 @@ void Engine::prepare_forward(const StepPlan& plan) {
     ctx_.chunks.push_back({&budget_->state(c.seq->id),
                            {first, first + c.num_tokens},
                            replay_tail_ > 0 ? budget_->replay_from(*c.seq) : 0});
+    if (*first == kPlaceholderToken) {
+      // prev's token for this sequence, still on the backend (a placeholder is always the last
+      // token of a running sequence, so its chunk is a decode step).
+      DI_CHECK(prev && prev->speculated && c.num_tokens == 1);
+      const auto row = std::find(prev->sample_ids.begin(), prev->sample_ids.end(), c.seq->id) -
+                       prev->sample_ids.begin();
+      ctx_.chunks.back().tokens = {0};
+      ctx_.chunks.back().pending =
+          reinterpret_cast<const int32_t*>(prev->selection.device_tokens.data()) + row;
+    }
     row += c.num_tokens;
     if (c.samples) {
       logits_rows_.push_back(row - 1);
@@ -404,23 +444,28 @@ void Engine::complete_step(const StepPlan& plan,
       if (req.constraint) req.constraint->accept(r.token);
     }
     seq.tokens.push_back(r.token);
-    stats_.num_generated_tokens++;
-    RequestUpdate u{seq.id,
-                    {TokenEvent{r.token, std::move(r.logprobs)}},
-                    FinishReason::kNone,
-                    "",
-                    seq.num_prompt_tokens};
-    const int64_t generated = static_cast<int64_t>(seq.tokens.size()) - seq.num_prompt_tokens;
-    if (std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), r.token) !=
-        req.stop_token_ids.end()) {
-      u.finish = FinishReason::kStop;
-    } else if (generated >= req.max_tokens) {
-      u.finish = FinishReason::kLength;
-    }
-    if (u.finish != FinishReason::kNone) abort_request(seq.id);  // frees its state now
-    updates.push_back(std::move(u));
+    report_token(seq, std::move(r), updates);
   }
   stats_.sample_s += seconds_since(t0);
+}
+
+void Engine::report_token(Sequence& seq, SampleResult r, std::vector<RequestUpdate>& updates) {
+  const Request& req = requests_.at(seq.id);
+  stats_.num_generated_tokens++;
+  RequestUpdate u{seq.id,
+                  {TokenEvent{r.token, std::move(r.logprobs)}},
+                  FinishReason::kNone,
+                  "",
+                  seq.num_prompt_tokens};
+  const int64_t generated = static_cast<int64_t>(seq.tokens.size()) - seq.num_prompt_tokens;
+  if (std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), r.token) !=
+      req.stop_token_ids.end()) {
+    u.finish = FinishReason::kStop;
+  } else if (generated >= req.max_tokens) {
+    u.finish = FinishReason::kLength;
+  }
+  if (u.finish != FinishReason::kNone) abort_request(seq.id);  // frees its state now (or later)
+  updates.push_back(std::move(u));
 }
 
 }  // namespace di::engine

@@ -12,6 +12,15 @@
 // on them (detokenization, stop strings, streaming, result files) overlaps the forward. A
 // request finished by the caller while its next forward runs has that step's token dropped;
 // its state is freed when the forward returns. Tokens are the same with and without it.
+//
+// Pending tokens (EngineOptions::pending_tokens, engine_pending.cc): when no row of a step needs
+// its logits on the host, the step is issued on the owner thread with its tokens left on the
+// backend (model.h, LogitsSelection::defer). The next step() then schedules the following step
+// with a placeholder for each of those tokens, issues it (its decode rows embed and hash the
+// tokens where they are), and only then waits for the tokens: the device runs step k + 1 while
+// step k's tokens come back and the caller works on them, so it never waits for the host between
+// decode steps. Requests whose next token needs the host (a grammar, penalties, logprobs) or that
+// end by length at step k make step() wait for step k first. Tokens are the same either way.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +54,8 @@ struct EngineOptions {
   // or as many as a quarter of kv_cache_bytes holds, whichever is fewer.
   int prefix_cache_snapshots = -1;
   bool async_scheduling = true;
+  // Steps whose tokens are all chosen on the backend keep them there for the next step (above).
+  bool pending_tokens = true;
   // Requests with temperature, penalties, bias or a grammar (not logprobs) sample on the backend
   // (Ops::sample_rows, the host sampler's token bitwise) instead of copying their logits.
   bool backend_sampling = true;
@@ -56,6 +67,7 @@ struct EngineStats {
   int64_t num_prefill_tokens = 0;  // prompt (and recompute) tokens fed to the model
   int64_t num_generated_tokens = 0;
   int64_t num_preemptions = 0;
+  int64_t num_pending_steps = 0;  // issued before the previous step's tokens reached the host
   int64_t prefix_cache_query_tokens = 0;  // tokens of admitted sequences looked up
   int64_t prefix_cache_hit_tokens = 0;    // of which restored from the prefix cache
   double schedule_s = 0;
@@ -96,6 +108,7 @@ class Engine {
   const MemoryPlan& memory_plan() const { return plan_; }
   int64_t state_bytes() const { return pool_->bytes(); }
   const EngineStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = EngineStats(); }  // owner thread (a benchmark after its warm-up)
   // Null when prefix caching is off.
   const PrefixCache* prefix_cache() const { return prefix_cache_.get(); }
   size_t num_running() const { return scheduler_->num_running(); }
@@ -109,8 +122,26 @@ class Engine {
   Engine(model::Model& model, EngineOptions opts, MemoryPlan plan, model::StatePool pool);
   void apply_inbox(std::vector<RequestUpdate>& updates);
   struct InFlight;
-  // Builds the forward's inputs for `plan` into ctx_ / logits_rows_.
-  void prepare_forward(const StepPlan& plan);
+  // Builds the forward's inputs for `plan` into ctx_ / logits_rows_; a chunk whose token is a
+  // placeholder of `prev` (speculated) reads it from prev's selection on the backend.
+  void prepare_forward(const StepPlan& plan, InFlight* prev = nullptr);
+  // engine_pending.cc: issues the prepared forward with its tokens left on the backend.
+  std::unique_ptr<InFlight> issue_deferred(StepPlan plan);
+  // Whether the prepared forward may leave its tokens on the backend (no row needs its logits).
+  bool can_defer() const;
+  // Before step k + 1 is scheduled: records step k as done and gives each of its sampling
+  // sequences a placeholder token; false (nothing changed) when some sequence's next token needs
+  // step k's first (a grammar, penalties, the end by length) or step k failed.
+  bool speculate(InFlight& f);
+  // Waits for a deferred step's tokens and completes it: the placeholders (if speculated) or new
+  // tokens, the updates and finishes. `next`: the step issued since, whose pending rows the
+  // tokens now resolve in the model's state.
+  void finish_deferred(InFlight& f, const InFlight* next, std::vector<RequestUpdate>& updates);
+  model::SequenceState& state_of(RequestId id);  // an admitted sequence's model state
+  // An error update for `id` (when still live), then abort_request (deferred while it runs).
+  void fail_one(RequestId id, const std::string& why, std::vector<RequestUpdate>& updates);
+  // After `seq.tokens` took its new token `r`: the update and the finish checks.
+  void report_token(Sequence& seq, SampleResult r, std::vector<RequestUpdate>& updates);
   // After the forward of `plan` returned `s`: bookkeeping, prefix publishing, sampling.
   void complete_step(const StepPlan& plan, const Status& s, std::vector<RequestUpdate>& updates);
   void wait_inflight(std::vector<RequestUpdate>& updates);

@@ -64,6 +64,7 @@ StepPlan Scheduler::schedule() {
   for (const bool decode_pass : {true, false}) {
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
       Sequence* s = running_[i];
+      if (s->awaiting_token) continue;
       const int64_t remaining = static_cast<int64_t>(s->tokens.size()) - s->num_computed;
       DI_CHECK(remaining > 0);
       if ((remaining == 1) != decode_pass) continue;

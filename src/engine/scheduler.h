@@ -48,6 +48,11 @@ struct SchedulerOptions {
   int64_t max_num_batched_tokens = 512;  // tokens fed to one forward
 };
 
+// A Sequence::tokens entry whose id the engine learns later: the last token of a sequence whose
+// step is still running with its tokens on the backend (engine.h, pending tokens). The scheduler
+// counts it like any token; the engine's forward reads it from the backend.
+inline constexpr int32_t kPlaceholderToken = -1;
+
 // The scheduler's view of one sequence.
 struct Sequence {
   RequestId id = 0;
@@ -60,6 +65,9 @@ struct Sequence {
   // there); set at admission.
   std::vector<int64_t> chunk_ends;
   bool running = false;
+  // Running, with its last step's token not known yet and no placeholder for it (it ends with
+  // that token): schedule() leaves it out until the engine appends the token.
+  bool awaiting_token = false;
   int num_preemptions = 0;
 };
 

@@ -21,6 +21,10 @@ struct SequenceChunk {
   // KV source; only their window slots are then missing, which later queries treat as empty.
   // 0 (default) runs every layer on every row: exact.
   int64_t replay_from = 0;
+  // A token chosen on the backend by an earlier forward and not downloaded yet (that forward's
+  // LogitsSelection::device_tokens, one row of it): the chunk then holds exactly one token, whose
+  // host value is not read. Model::commit_token records the id once it is known.
+  const int32_t* pending = nullptr;
 };
 
 // Decisions recorded for comparison with the reference (golden checks, debugging).
@@ -49,6 +53,8 @@ struct RowLists {
 };
 
 struct ForwardContext;
+// ForwardContext::token_ids as ids.
+const int32_t* token_ids(const ForwardContext& ctx);
 
 // Every row's page table of one compressed stream, for ops that read paged rows of many sequences
 // in one call: the chunks' tables concatenated, and where each row's table starts.
@@ -69,6 +75,11 @@ struct ForwardContext {
   std::vector<int64_t> chunk_row_begin;       // first row of each chunk
   std::vector<int64_t> chunk_first_position;  // position of each chunk's first row
   int64_t num_rows = 0;
+  // The rows' tokens in backend memory ([rows] int32 in a float buffer; pending rows copied from
+  // the backend), which the embedding and the backend's Engram hashing read.
+  backend::Buffer token_ids;
+  std::vector<int64_t> pending_rows;       // rows whose token is pending (ascending)
+  std::vector<int32_t> pending_look_back;  // [pending rows, max_ngram - 1] (with Engram)
   // Engram hash rows per engram layer: layer -> [rows, n_cols].
   std::map<int, std::vector<int64_t>> engram_hashes;
   std::vector<engram::NgramHistory> engram_next_history;  // per chunk, committed by end_forward
@@ -80,5 +91,9 @@ struct ForwardContext {
   backend::Buffer main_hidden;  // backend memory
   ForwardTrace* trace = nullptr;
 };
+
+inline const int32_t* token_ids(const ForwardContext& ctx) {
+  return reinterpret_cast<const int32_t*>(ctx.token_ids.data());
+}
 
 }  // namespace di::model

@@ -11,9 +11,23 @@ namespace di::model {
 void select_tokens(const backend::Ops& ops, RowsView logits, LogitsSelection& selection) {
   const size_t n = selection.full.size();
   selection.argmax.assign(n, -1);
+  selection.device_tokens = backend::Buffer(ops, static_cast<int64_t>(std::max<size_t>(n, 1)), 1);
+  int32_t* tokens = reinterpret_cast<int32_t*>(selection.device_tokens.data());
+  // The tokens stay in backend memory (a deferred selection's next forward embeds them there);
+  // the host's copy is waited for now or in Model::wait_tokens.
+  auto bring_back = [&] {
+    float* host = reinterpret_cast<float*>(selection.argmax.data());
+    const int64_t count = static_cast<int64_t>(n);
+    if (selection.defer) {
+      selection.download_ticket = ops.download_async(selection.device_tokens.data(), host, count);
+    } else {
+      ops.download(selection.device_tokens.data(), host, count);
+    }
+  };
   if (std::none_of(selection.full.begin(), selection.full.end(),
                    [](uint8_t k) { return k == kLogitsSample; })) {
-    ops.argmax_rows(logits, selection.argmax.data());
+    ops.argmax_rows_to(logits, tokens);
+    bring_back();
     return;
   }
   std::vector<kernels::sample::RowParams> params(n);
@@ -34,7 +48,8 @@ void select_tokens(const backend::Ops& ops, RowsView logits, LogitsSelection& se
   a.num_masks = logits.cols > 0 ? static_cast<int64_t>(selection.masks.size()) /
                                       kernels::sample::mask_words(logits.cols)
                                 : 0;
-  ops.sample_rows(logits, a, selection.argmax.data());
+  ops.sample_rows_to(logits, a, tokens);
+  bring_back();
 }
 
 }  // namespace di::model

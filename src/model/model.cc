@@ -91,6 +91,7 @@ Status Model::begin_rows(ForwardContext& ctx) const {
     }
   }
   ctx.tokens.clear();
+  ctx.pending_rows.clear();
   ctx.positions.clear();
   ctx.row_chunk.clear();
   ctx.chunk_row_begin.clear();
@@ -99,7 +100,15 @@ Status Model::begin_rows(ForwardContext& ctx) const {
     const SequenceChunk& ch = ctx.chunks[c];
     if (!ch.seq || ch.seq->slot < 0)
       return invalid_argument("forward: chunk without a live sequence");
-    for (int32_t t : ch.tokens) {
+    if (ch.pending && ch.tokens.size() != 1) {
+      return invalid_argument("forward: a chunk with a pending token holds that token alone");
+    }
+    if (hasher_ && engram::NgramHasher::holds_pending(ch.seq->engram_history)) {
+      return invalid_argument(
+          "forward: the sequence's previous token is still pending (Model::commit_token)");
+    }
+    for (int32_t t :
+         ch.pending ? std::span<const int32_t>() : std::span<const int32_t>(ch.tokens)) {
       if (t < 0 || t >= config_.vocab_size) {
         return invalid_argument("forward: token id " + std::to_string(t) + " outside [0, " +
                                 std::to_string(config_.vocab_size) + ")");
@@ -114,8 +123,9 @@ Status Model::begin_rows(ForwardContext& ctx) const {
     DI_RETURN_IF_ERROR(ctx.pool->reserve(*ch.seq, static_cast<int64_t>(ch.tokens.size())));
     ctx.chunk_row_begin.push_back(static_cast<int64_t>(ctx.tokens.size()));
     ctx.chunk_first_position.push_back(ch.seq->num_tokens);
+    if (ch.pending) ctx.pending_rows.push_back(static_cast<int64_t>(ctx.tokens.size()));
     for (size_t i = 0; i < ch.tokens.size(); ++i) {
-      ctx.tokens.push_back(ch.tokens[i]);
+      ctx.tokens.push_back(ch.pending ? 0 : ch.tokens[i]);
       ctx.positions.push_back(ch.seq->num_tokens + static_cast<int64_t>(i));
       ctx.row_chunk.push_back(static_cast<int32_t>(c));
     }
@@ -135,15 +145,26 @@ Status Model::begin_rows(ForwardContext& ctx) const {
 Status Model::hash_engram(ForwardContext& ctx) const {
   ctx.engram_hashes.clear();
   ctx.engram_next_history.clear();
+  ctx.pending_look_back.clear();
   if (hasher_) {
     const int cols = hasher_->buckets_per_layer();
     const size_t n_layers = config_.engram_layer_ids.size();
     std::vector<int64_t> all(static_cast<size_t>(ctx.num_rows) * n_layers * cols);
     for (size_t c = 0; c < ctx.chunks.size(); ++c) {
       const auto& ch = ctx.chunks[c];
+      engram::NgramHistory history = ch.seq->engram_history;  // committed in end_forward
+      if (ch.pending) {
+        // Hashed on the backend (apply_engram) from the look-back known here; its rows in `all`
+        // stay zero.
+        const size_t at = ctx.pending_look_back.size();
+        ctx.pending_look_back.resize(at + static_cast<size_t>(hasher_->max_ngram_size() - 1));
+        DI_RETURN_IF_ERROR(hasher_->look_back_pending(
+            history, std::span<int32_t>(ctx.pending_look_back).subspan(at)));
+        ctx.engram_next_history.push_back(std::move(history));
+        continue;
+      }
       std::vector<int32_t> compressed(ch.tokens.size());
       DI_RETURN_IF_ERROR(engram::compress_tokens(token_map_, ch.tokens, compressed));
-      engram::NgramHistory history = ch.seq->engram_history;  // committed in end_forward
       DI_RETURN_IF_ERROR(
           hasher_->hash(compressed, history,
                         std::span<int64_t>(all).subspan(
@@ -169,7 +190,14 @@ bool Model::open_side_line(const ForwardContext& ctx) const {
 }
 
 void Model::embed(const ForwardContext& ctx, RowsView x) const {
-  ops_->embed_rows(weights_.embed, ctx.tokens.data(), config_.hc_mult, x);
+  if (ctx.token_ids.data()) {
+    ops_->embed_rows(weights_.embed, token_ids(ctx), config_.hc_mult, x);
+    return;
+  }
+  // A context built without begin_rows (the draft head's): host tokens only.
+  const Buffer ids = upload_token_ids(ctx);
+  ops_->embed_rows(weights_.embed, reinterpret_cast<const int32_t*>(ids.data()), config_.hc_mult,
+                   x);
 }
 
 void Model::apply_engram(int layer, const ForwardContext& ctx, RowsView x) const {
@@ -181,9 +209,13 @@ void Model::apply_engram(int layer, const ForwardContext& ctx, RowsView x) const
   // row and uploaded them: 24 KB per token and step at the V4.1 shape).
   std::vector<int32_t> index(hashes.size());
   for (size_t i = 0; i < hashes.size(); ++i) index[i] = static_cast<int32_t>(hashes[i]);
+  Buffer index_d(*ops_, ctx.num_rows, cols);
+  ops_->upload(reinterpret_cast<const float*>(index.data()), index_d.data(), index_d.size());
+  if (!ctx.pending_rows.empty()) hash_pending_rows(layer, ctx, index_d);
   Buffer emb_d(*ops_, ctx.num_rows, cols * hd);
   const backend::Fp8RowTable table{e.table, e.table_scale, e.rows, hd};
-  ops_->gather_fp8_rows(table, index.data(), RowsView{emb_d.data(), ctx.num_rows * cols, hd});
+  ops_->gather_fp8_rows(table, reinterpret_cast<const int32_t*>(index_d.data()),
+                        RowsView{emb_d.data(), ctx.num_rows * cols, hd});
   const int64_t kv_width = static_cast<int64_t>(config_.hc_mult + 1) * config_.dim;
   Buffer kv(*ops_, ctx.num_rows, kv_width);
   ops_->linear(emb_d.view(), e.wkv, kv.view(), true);
@@ -276,6 +308,7 @@ Status Model::forward(ForwardContext& ctx,
   BlockRows io = block_rows(ctx.num_rows, /*stream=*/true);
   Buffer x, pre_mix;  // the narrowed rows of a bounded replay
   RowsView xv = io.x, pv = io.pre_mix;
+  ctx.token_ids = upload_token_ids(ctx);
   embed(ctx, xv);
   initial_pre_mix(pv);
   // Bounded replay narrows the rows after the last KV source to each prompt's tail.

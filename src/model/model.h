@@ -56,6 +56,13 @@ struct LogitsSelection {
   std::vector<uint8_t> full;    // per logits row: 1 = copy its logits to the host (kLogitsFull)
   std::vector<int32_t> argmax;  // out, per logits row not full: the first index of its largest
                                 // logit, or its sampled token (-1 for full rows)
+  // With `defer`, `argmax` arrives by a download that completes in Model::wait_tokens, and the
+  // host meanwhile may issue the next forward with these tokens as its chunks' pending tokens
+  // (`device_tokens`: one per logits row, backend memory). The selection must then stay alive and
+  // unchanged until wait_tokens (a caller that overlaps steps keeps two).
+  bool defer = false;
+  backend::Buffer device_tokens;
+  uint64_t download_ticket = 0;
   // Rows marked kLogitsSample are sampled on the backend (Ops::sample_rows, bitwise the host
   // sampler's draw): one RowParams per logits row (read for those rows only) and the lists they
   // index (kernels/ref/sample_row.h).
@@ -116,6 +123,16 @@ class Model {
                     std::vector<float>* final_hidden = nullptr,
                     LogitsSelection* selection = nullptr) const;
   void end_forward(ForwardContext& ctx) const;  // commits Engram look-back, advances positions
+
+  // Pending tokens (SequenceChunk::pending; LogitsSelection::defer): a forward may embed and
+  // hash tokens an earlier forward chose on the backend, so that the host issues step k + 1
+  // before step k's tokens reach it. Waits for a deferred selection's tokens (fills `argmax`).
+  Status wait_tokens(LogitsSelection& selection) const;
+  // Records the id of `seq`'s pending token once it is known (its Engram look-back for the next
+  // chunk): call it before the sequence's next forward. Fails when none is pending.
+  Status commit_token(SequenceState& seq, int32_t token) const;
+  // The rows' tokens in backend memory: ctx.tokens, then each pending row's copied in.
+  Buffer upload_token_ids(const ForwardContext& ctx) const;
 
   // DSpark: drafts block_size tokens after `token`, which sits at position seq.num_tokens (the
   // next position); seq must have been advanced by forward (which seeded the draft windows).
@@ -182,6 +199,9 @@ class Model {
               const KeyLists& keys,
               const Buffer& fresh,
               RowsView o) const;
+  // Overwrites the pending rows of one Engram layer's bucket ids (index_d [rows, cols] int32)
+  // with the backend's hashes of their tokens.
+  void hash_pending_rows(int layer, const ForwardContext& ctx, const Buffer& index_d) const;
   void moe(int layer, const ForwardContext* ctx, ConstRowsView u, RowsView out) const;
   void seed_dspark(ForwardContext& ctx) const;
   void record_dspark_input(int layer, ForwardContext& ctx, ConstRowsView x) const;

@@ -5,6 +5,7 @@
 
 #include "kernels/ref/attention.h"
 #include "kernels/ref/elementwise.h"
+#include "kernels/ref/engram_hash.h"
 #include "kernels/ref/gemm.h"
 #include "kernels/ref/hyper_connection.h"
 #include "kernels/ref/kv_codec.h"
@@ -248,6 +249,22 @@ void CpuOps::gather_fp8_rows(const Fp8RowTable& table, const int32_t* index, Row
     const uint8_t* sc = table.scale + t * (w / 32);
     float* dst = out.row(r);
     for (int64_t d = 0; d < w; ++d) dst[d] = round_bf16(e4m3[v[d]] * e8m0_to_float(sc[d / 32]));
+  }
+}
+
+void CpuOps::engram_hash_rows(const EngramHashArgs& a) const {
+  const int64_t buckets = static_cast<int64_t>(a.max_ngram - 1) * a.heads;
+  std::vector<int64_t> shifted(static_cast<size_t>(std::max(a.max_ngram, 1)));
+  for (int64_t i = 0; i < a.num_rows; ++i) {
+    const int64_t r = a.rows[i];
+    const int32_t t = a.tokens[r];
+    const int32_t c = t >= 0 && t < a.map_size ? a.token_map[t] : -1;
+    shifted[0] = c < 0 ? a.pad : c;
+    for (int s = 1; s < a.max_ngram; ++s) {
+      shifted[static_cast<size_t>(s)] = c < 0 ? a.pad : a.look_back[i * (a.max_ngram - 1) + s - 1];
+    }
+    kernels::engram::hash_position(shifted.data(), a.max_ngram, a.heads, a.multipliers, a.primes,
+                                   a.offsets, a.out + r * buckets);
   }
 }
 

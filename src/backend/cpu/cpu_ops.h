@@ -73,8 +73,9 @@ class CpuOps final : public Ops {
                   int copies,
                   RowsView out) const override;
   void gather_fp8_rows(const Fp8RowTable& table, const int32_t* index, RowsView out) const override;
-  void argmax_rows(ConstRowsView x, int32_t* out) const override;
-  void sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const override;
+  void argmax_rows_to(ConstRowsView x, int32_t* out) const override;
+  void sample_rows_to(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const override;
+  void engram_hash_rows(const EngramHashArgs& a) const override;
   void add_rows(ConstRowsView src, const int64_t* rows, RowsView dst) const override;
   void add_round_bf16(ConstRowsView a, ConstRowsView b, RowsView out) const override;
   void scale_round_bf16(RowsView x, float scale) const override;

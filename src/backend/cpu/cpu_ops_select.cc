@@ -54,14 +54,14 @@ void CpuOps::candidate_blocks(const CandidateBlockArgs& a) const {
   });
 }
 
-void CpuOps::argmax_rows(ConstRowsView x, int32_t* out) const {
+void CpuOps::argmax_rows_to(ConstRowsView x, int32_t* out) const {
   for (int64_t r = 0; r < x.rows; ++r) {
     const float* row = x.row(r);
     out[r] = static_cast<int32_t>(std::max_element(row, row + x.cols) - row);
   }
 }
 
-void CpuOps::sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const {
+void CpuOps::sample_rows_to(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const {
   pool_.parallel_for(x.rows, 1, [&](int64_t b, int64_t e) {
     kernels::sample::DrawScratch scratch;
     for (int64_t r = b; r < e; ++r) {

@@ -18,6 +18,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/deferred_downloads.h"
 #include "backend/cuda/device_arena.h"
 #include "backend/cuda/gemm_bf16_decode.h"
 #include "backend/cuda/kernels.h"
@@ -108,6 +109,7 @@ struct CudaOps::Impl {
   };
   std::optional<IdleClock> idle;
   std::unique_ptr<cuda::OpProfiler> profiler;  // when CudaOptions::profile_ops
+  cuda::DeferredDownloads downloads;           // Ops::download_async
   // Op tracing (Ops::record_checksum): a sum per record, zeroed when allocated and after each
   // take_checksums; allocated at the first record.
   static constexpr int64_t kChecksumSlots = 16384;
@@ -281,6 +283,31 @@ struct CudaOps::Impl {
     DI_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(host, dev, sizeof(T) * count, cudaMemcpyDeviceToHost, stream));
     return {};
+  }
+
+  // Ops::download_async: staged and collected by wait_download; larger copies wait at once.
+  Expected<uint64_t> download_later(void* host, const void* dev, size_t bytes) {
+    DI_RETURN_IF_ERROR(interrupt_capture());
+    DI_RETURN_IF_ERROR(join_side());  // the data may come from either line
+    if (bytes > cuda::DeferredDownloads::kStageBytes) {
+      DI_RETURN_IF_ERROR(
+          download(static_cast<uint8_t*>(host), static_cast<const uint8_t*>(dev), bytes));
+      DI_RETURN_IF_ERROR(sync());
+      return uint64_t{0};
+    }
+    return downloads.start(host, dev, bytes, stream);
+  }
+  // Counted as a host wait when it blocked; the idle clock measures only full waits (sync).
+  Status wait_download(uint64_t ticket) {
+    const auto t0 = std::chrono::steady_clock::now();
+    bool waited = false;
+    Status s = downloads.wait(ticket, &waited);
+    if (waited) {
+      ++host_syncs;
+      host_wait_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    return s;
   }
 
   Expected<cuda::DeviceWeight> weight(const WeightView& w) {

@@ -85,6 +85,26 @@ void CudaOps::download(const float* src, float* host, int64_t count) const {
   });
 }
 
+uint64_t CudaOps::download_async(const float* src, float* host, int64_t count) const {
+  Impl& m = *impl_;
+  uint64_t ticket = 0;
+  m.run("download_async", [&]() -> Status {
+    if (count <= 0) return {};
+    if (!src) return Status(StatusCode::kInternal, "download from a null buffer");
+    DI_ASSIGN_OR_RETURN(ticket,
+                        m.download_later(host, src, sizeof(float) * static_cast<size_t>(count)));
+    return {};
+  });
+  return ticket;
+}
+
+void CudaOps::wait_download(uint64_t ticket) const {
+  Impl& m = *impl_;
+  m.run(
+      "wait_download", [&]() -> Status { return m.wait_download(ticket); }, nullptr,
+      /*device_work=*/false);
+}
+
 void CudaOps::copy_2d(const float* src,
                       int64_t src_stride,
                       float* dst,
@@ -144,9 +164,8 @@ void CudaOps::embed_rows(const WeightView& table,
       return Status(StatusCode::kInvalidArgument, "embed_rows: the table must be BF16 or F32");
     }
     DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, m.weight(table));  // uploaded once, cached
-    DI_ASSIGN_OR_RETURN(const int32_t* dt, m.upload(tokens, static_cast<size_t>(out.rows)));
     DI_CUDA_RETURN_IF_ERROR(
-        cuda::embed_rows(dw, dt, out.rows, copies, out.data, out.cols, m.stream));
+        cuda::embed_rows(dw, tokens, out.rows, copies, out.data, out.cols, m.stream));
     return {};
   });
 }
@@ -164,9 +183,35 @@ void CudaOps::gather_fp8_rows(const Fp8RowTable& table, const int32_t* index, Ro
     DI_ASSIGN_OR_RETURN(
         const uint8_t* scale,
         m.cached_bytes(table.scale, static_cast<size_t>(table.rows * (table.width / 32))));
-    DI_ASSIGN_OR_RETURN(const int32_t* di, m.upload(index, static_cast<size_t>(out.rows)));
     DI_CUDA_RETURN_IF_ERROR(
-        cuda::gather_fp8_rows(data, scale, table.width, di, out.rows, out.data, m.stream));
+        cuda::gather_fp8_rows(data, scale, table.width, index, out.rows, out.data, m.stream));
+    return {};
+  });
+}
+
+void CudaOps::engram_hash_rows(const EngramHashArgs& a) const {
+  Impl& m = *impl_;
+  m.run("engram_hash_rows", [&]() -> Status {
+    if (a.num_rows <= 0) return {};
+    if (a.max_ngram < 2 || a.max_ngram > cuda::kEngramMaxNgram || a.heads < 1 || a.map_size < 1) {
+      return Status(StatusCode::kInvalidArgument,
+                    "engram_hash_rows: max_ngram must be in [2, 8], heads and the map non-empty");
+    }
+    const size_t n = static_cast<size_t>(a.num_rows);
+    const size_t back = static_cast<size_t>(a.max_ngram - 1);
+    const size_t buckets = back * static_cast<size_t>(a.heads);
+    DI_ASSIGN_OR_RETURN(const uint8_t* map,
+                        m.cached_bytes(reinterpret_cast<const uint8_t*>(a.token_map),
+                                       sizeof(int32_t) * static_cast<size_t>(a.map_size)));
+    DI_ASSIGN_OR_RETURN(const int64_t* rows, m.upload(a.rows, n));
+    DI_ASSIGN_OR_RETURN(const int32_t* look_back, m.upload(a.look_back, n * back));
+    DI_ASSIGN_OR_RETURN(const int64_t* mult,
+                        m.upload(a.multipliers, static_cast<size_t>(a.max_ngram)));
+    DI_ASSIGN_OR_RETURN(const int64_t* primes, m.upload(a.primes, buckets));
+    DI_ASSIGN_OR_RETURN(const int64_t* offsets, m.upload(a.offsets, buckets));
+    DI_CUDA_RETURN_IF_ERROR(cuda::engram_hash_rows(
+        a.tokens, rows, a.num_rows, look_back, reinterpret_cast<const int32_t*>(map), a.map_size,
+        a.max_ngram, a.heads, mult, primes, offsets, a.pad, a.out, m.stream));
     return {};
   });
 }

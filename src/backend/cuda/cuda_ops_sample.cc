@@ -1,5 +1,5 @@
 // CudaOps::sample_rows: the rows' parameters, penalty and bias lists and allowed-token masks go up
-// (host-known sizes), one kernel draws every row, and only one int per row comes back.
+// (host-known sizes), one kernel draws every row into backend memory.
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/cuda_ops_impl.h"
 #include "backend/cuda/sample_rows.h"
@@ -8,7 +8,7 @@
 
 namespace di::backend {
 
-void CudaOps::sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const {
+void CudaOps::sample_rows_to(RowsView x, const kernels::sample::RowsArgs& a, int32_t* out) const {
   Impl& m = *impl_;
   m.run("sample_rows", [&]() -> Status {
     if (x.rows == 0) return {};
@@ -31,10 +31,8 @@ void CudaOps::sample_rows(RowsView x, const kernels::sample::RowsArgs& a, int32_
     if (nm > 0) {
       DI_ASSIGN_OR_RETURN(d.masks, m.upload(a.masks, nm));
     }
-    DI_ASSIGN_OR_RETURN(int32_t * tokens, m.scratch<int32_t>(rows));
-    DI_CUDA_RETURN_IF_ERROR(cuda::sample_rows(x.data, x.rows, x.cols, d, tokens, m.stream));
-    DI_RETURN_IF_ERROR(m.download(out, tokens, rows));
-    return m.sync();
+    DI_CUDA_RETURN_IF_ERROR(cuda::sample_rows(x.data, x.rows, x.cols, d, out, m.stream));
+    return {};
   });
 }
 

@@ -39,20 +39,18 @@ void CudaOps::candidate_blocks(const CandidateBlockArgs& a) const {
   });
 }
 
-void CudaOps::argmax_rows(ConstRowsView x, int32_t* out) const {
+void CudaOps::argmax_rows_to(ConstRowsView x, int32_t* out) const {
   Impl& m = *impl_;
   m.run("argmax_rows", [&]() -> Status {
     if (x.rows == 0) return {};
-    DI_ASSIGN_OR_RETURN(int32_t * d, m.scratch<int32_t>(static_cast<size_t>(x.rows)));
     const size_t work_bytes = cuda::argmax_work_bytes(x.rows, x.cols);
     void* work = nullptr;
     if (work_bytes > 0) {
       DI_ASSIGN_OR_RETURN(int64_t * w, m.scratch<int64_t>((work_bytes + 7) / 8));
       work = w;
     }
-    DI_CUDA_RETURN_IF_ERROR(cuda::argmax_rows(x.data, x.rows, x.cols, d, work, m.stream));
-    DI_RETURN_IF_ERROR(m.download(out, d, static_cast<size_t>(x.rows)));
-    return m.sync();
+    DI_CUDA_RETURN_IF_ERROR(cuda::argmax_rows(x.data, x.rows, x.cols, out, work, m.stream));
+    return {};
   });
 }
 

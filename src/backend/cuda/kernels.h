@@ -104,6 +104,23 @@ cudaError_t gather_fp8_rows(const uint8_t* data,
                             int64_t rows,
                             float* out,
                             cudaStream_t s);
+// --- engram_hash.cu ---
+inline constexpr int kEngramMaxNgram = 8;
+// Ops::engram_hash_rows on device arrays (EngramHashArgs' fields; max_ngram <= kEngramMaxNgram).
+cudaError_t engram_hash_rows(const int32_t* tokens,
+                             const int64_t* rows,
+                             int64_t num_rows,
+                             const int32_t* look_back,
+                             const int32_t* token_map,
+                             int64_t map_size,
+                             int max_ngram,
+                             int heads,
+                             const int64_t* multipliers,
+                             const int64_t* primes,
+                             const int64_t* offsets,
+                             int32_t pad,
+                             int32_t* out,
+                             cudaStream_t s);
 // dst[r * dst_stride + c] = src[r * src_stride + c] for r < rows, c < width (not overlapping),
 // and dst[0, n) = value: kernels, so the stream's programmatic overlap goes on across them.
 cudaError_t copy_2d(const float* src,

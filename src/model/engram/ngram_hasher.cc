@@ -1,20 +1,17 @@
 // See ngram_hasher.h.
 #include "model/engram/ngram_hasher.h"
 
+#include <algorithm>
 #include <string>
+
+#include "kernels/ref/engram_hash.h"
 
 namespace di::engram {
 namespace {
 
-// torch's `%` on int64 tensors is a floor modulo: the result takes the divisor's sign.
-int64_t floor_mod(int64_t value, int64_t modulus) {
-  const int64_t r = value % modulus;
-  return r < 0 ? r + modulus : r;
-}
-
-// int64 product with two's-complement wrap-around, as torch computes it, without UB.
-int64_t wrapping_mul(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+Status unresolved() {
+  return invalid_argument(
+      "ngram hasher: the history holds a pending token (resolve it before the next chunk)");
 }
 
 }  // namespace
@@ -75,6 +72,7 @@ Status NgramHasher::hash(std::span<const int32_t> compressed,
   if (history.recent.size() > keep) {
     return invalid_argument("ngram hasher: history holds more tokens than max_ngram_size - 1");
   }
+  if (holds_pending(history)) return unresolved();
   // Window = carried history followed by this chunk, so look-backs cross chunk borders.
   // The history is shorter than `keep` only near the sequence start, which is exactly
   // when a look-back runs out of tokens.
@@ -84,7 +82,6 @@ Status NgramHasher::hash(std::span<const int32_t> compressed,
 
   std::vector<int64_t> shifted(static_cast<std::size_t>(max_ngram_size_));
   const std::size_t n_layers = multipliers_.size();
-  const std::size_t heads = static_cast<std::size_t>(n_heads_);
   const std::size_t buckets = static_cast<std::size_t>(buckets_per_layer());
   for (std::size_t t = 0; t < compressed.size(); ++t) {
     const std::size_t at = base + t;  // index of the current token in `window`
@@ -95,18 +92,9 @@ Status NgramHasher::hash(std::span<const int32_t> compressed,
     }
     int64_t* row = out.data() + t * per_pos;
     for (std::size_t l = 0; l < n_layers; ++l) {
-      const std::vector<int64_t>& mult = multipliers_[l];
-      const std::vector<int64_t>& primes = primes_[l];
-      const std::vector<int64_t>& offsets = offsets_[l];
-      int64_t* layer_row = row + l * buckets;
-      int64_t rolling = wrapping_mul(shifted[0], mult[0]);
-      for (std::size_t i = 1; i < shifted.size(); ++i) {
-        rolling ^= wrapping_mul(shifted[i], mult[i]);
-        for (std::size_t h = 0; h < heads; ++h) {
-          const std::size_t k = (i - 1) * heads + h;
-          layer_row[k] = floor_mod(rolling, primes[k]) + offsets[k];
-        }
-      }
+      kernels::engram::hash_position(shifted.data(), max_ngram_size_, n_heads_,
+                                     multipliers_[l].data(), primes_[l].data(), offsets_[l].data(),
+                                     row + l * buckets);
     }
   }
 
@@ -114,6 +102,43 @@ Status NgramHasher::hash(std::span<const int32_t> compressed,
   const std::size_t drop = window.size() > keep ? window.size() - keep : 0;
   history.recent.assign(window.begin() + static_cast<std::ptrdiff_t>(drop), window.end());
   history.position += static_cast<int64_t>(compressed.size());
+  return Status::ok_status();
+}
+
+Status NgramHasher::look_back_pending(NgramHistory& history, std::span<int32_t> look_back) const {
+  const std::size_t keep = static_cast<std::size_t>(max_ngram_size_ - 1);
+  if (look_back.size() != keep) {
+    return invalid_argument("ngram hasher: look_back has " + std::to_string(look_back.size()) +
+                            " entries, expected " + std::to_string(keep));
+  }
+  if (history.recent.size() > keep) {
+    return invalid_argument("ngram hasher: history holds more tokens than max_ngram_size - 1");
+  }
+  if (holds_pending(history)) return unresolved();
+  // Look-back s is recent[size - s] (newest last); past the start or from a dead token on, pad.
+  const std::size_t have = history.recent.size();
+  bool blocked = false;
+  for (std::size_t s = 1; s <= keep; ++s) {
+    blocked = blocked || s > have || history.recent[have - s] < 0;
+    look_back[s - 1] = blocked ? pad_ : history.recent[have - s];
+  }
+  history.recent.push_back(kPendingToken);
+  if (history.recent.size() > keep) history.recent.erase(history.recent.begin());
+  history.position += 1;
+  return Status::ok_status();
+}
+
+bool NgramHasher::holds_pending(const NgramHistory& history) {
+  return std::find(history.recent.begin(), history.recent.end(), kPendingToken) !=
+         history.recent.end();
+}
+
+Status NgramHasher::resolve_pending(NgramHistory& history, int32_t compressed) {
+  auto it = std::find(history.recent.begin(), history.recent.end(), kPendingToken);
+  if (it == history.recent.end()) {
+    return invalid_argument("ngram hasher: no pending token to resolve");
+  }
+  *it = compressed;
   return Status::ok_status();
 }
 

@@ -20,6 +20,11 @@
 
 namespace di::engram {
 
+// A history entry whose token the host does not know yet: the model hashed its position on the
+// backend from a token chosen there (Model's pending tokens), and resolve_pending fills it in
+// once the token is downloaded. Never a compressed id (those are > INT32_MIN).
+inline constexpr int32_t kPendingToken = INT32_MIN;
+
 // What one sequence carries from one chunk to the next: the last (up to)
 // max_ngram_size - 1 compressed tokens, oldest first, dead ones kept as their negative id
 // so that they still block later look-backs. Start every new sequence with a fresh one.
@@ -50,6 +55,22 @@ class NgramHasher {
   Status hash(std::span<const int32_t> compressed,
               NgramHistory& history,
               std::span<int64_t> out) const;
+
+  // For one position whose own token is pending: writes the compressed tokens at look-backs 1 ..
+  // max_ngram_size - 1 as hash() would shift them when the own token is alive (the pad from the
+  // first one past the sequence start or dead), and advances `history` by a kPendingToken.
+  // Fails, changing nothing, when the history still holds a pending token.
+  Status look_back_pending(NgramHistory& history, std::span<int32_t> look_back) const;
+  // Replaces the history's pending token by its compressed id; fails when there is none.
+  static Status resolve_pending(NgramHistory& history, int32_t compressed);
+  static bool holds_pending(const NgramHistory& history);
+
+  int32_t max_ngram_size() const { return max_ngram_size_; }
+  int32_t n_heads() const { return n_heads_; }
+  int32_t pad() const { return pad_; }
+  const std::vector<int64_t>& multipliers(int layer) const { return multipliers_[layer]; }
+  const std::vector<int64_t>& primes(int layer) const { return primes_[layer]; }
+  const std::vector<int64_t>& offsets(int layer) const { return offsets_[layer]; }
 
  private:
   NgramHasher() = default;

@@ -95,11 +95,13 @@ std::vector<std::string> trace_small_run(const std::string& path, float bump) {
   EXPECT_TRUE(static_cast<const TracingOps&>(ops).flush().ok());
   auto lines = lines_of(path);
   // Each line: record, op, output, bytes, checksum of exactly those bytes.
-  EXPECT_EQ(lines.size(), 3u);
-  if (lines.size() == 3) {
+  // (The argmax into host memory is the backend's argmax, then a download.)
+  EXPECT_EQ(lines.size(), 4u);
+  if (lines.size() == 4) {
     EXPECT_EQ(lines[0], "0 rms_norm y 768 " + hex(checksum_bytes(norm.data(), 768)));
     EXPECT_EQ(lines[1], "1 linear y 60 " + hex(checksum_bytes(y.data(), 60)));
     EXPECT_EQ(lines[2], "2 argmax_rows tokens 12 " + hex(checksum_bytes(tokens, 12)));
+    EXPECT_EQ(lines[3], "3 download host 12 " + hex(checksum_bytes(tokens, 12)));
   }
   return lines;
 }

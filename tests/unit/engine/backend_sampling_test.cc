@@ -190,5 +190,87 @@ TEST_F(EngineTest, BackendSamplingGivesTheHostSamplersTokens) {
   }
 }
 
+// Pending tokens (steps issued on the previous step's tokens before they reach the host): the
+// same tokens as waiting for every step, for greedy and sampled requests with stop tokens and
+// lengths that end them at different steps, with cancellations while steps run; and for a batch
+// that mixes in penalized, logprobs and constrained requests (which make a step wait).
+TEST_F(EngineTest, PendingTokensGiveTheSameTokens) {
+  auto reqs = random_requests(14, 19, /*sampled=*/true);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (i % 3 == 1) reqs[i].sampling = SamplingParams{};  // greedy
+    reqs[i].max_tokens = 3 + static_cast<int>(i % 9);
+  }
+  auto run_with = [&](bool pending, const std::vector<Request>& rs, int cancel_at) {
+    EngineOptions o{8, 40, 16 << 20, 16};
+    o.pending_tokens = pending;
+    auto e = make(o);
+    std::map<RequestId, std::vector<int32_t>> out;
+    for (const Request& r : rs) EXPECT_TRUE(e->add_request(r).ok());
+    int steps = 0;
+    while (e->has_unfinished()) {
+      for (const RequestUpdate& u : e->step()) {
+        EXPECT_NE(u.finish, FinishReason::kError) << u.error;
+        for (const auto& t : u.new_tokens) out[u.id].push_back(t.token);
+      }
+      // Cancelled at a fixed step: how far they got may differ, their tokens may not.
+      if (++steps == cancel_at) {
+        e->cancel(2);
+        e->abort_request(9);
+      }
+    }
+    if (!pending) {
+      EXPECT_EQ(e->stats().num_pending_steps, 0);
+    }
+    return std::make_pair(out, e->stats().num_pending_steps);
+  };
+  const auto off = run_with(false, reqs, 0).first;
+  const auto on = run_with(true, reqs, 0);
+  EXPECT_EQ(on.first, off);
+  EXPECT_GT(on.second, 0) << "no step was issued on pending tokens";
+  // Stop tokens: each request's second token ends it (and every other one that meets it).
+  auto stopping = reqs;
+  for (auto& r : stopping) {
+    const auto& mine = off.at(r.id);
+    if (mine.size() > 1) r.stop_token_ids = {mine[1]};
+  }
+  const auto stop_off = run_with(false, stopping, 0).first;
+  EXPECT_EQ(run_with(true, stopping, 0).first, stop_off);
+  for (const auto& r : stopping) {
+    if (off.at(r.id).size() > 1) {
+      EXPECT_LE(stop_off.at(r.id).size(), 2u) << "request " << r.id;
+    }
+  }
+  // Cancelled requests: a prefix of their tokens, the others all of theirs.
+  for (int at : {2, 5, 8}) {
+    const auto cancelled = run_with(true, reqs, at).first;
+    for (const auto& r : reqs) {
+      const auto got = cancelled.count(r.id) ? cancelled.at(r.id) : std::vector<int32_t>{};
+      const auto& want = off.at(r.id);
+      if (r.id == 2 || r.id == 9) {
+        ASSERT_LE(got.size(), want.size());
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin())) << "request " << r.id;
+      } else {
+        EXPECT_EQ(got, want) << "request " << r.id << ", cancelled at step " << at;
+      }
+    }
+  }
+  // Mixed in: requests whose next token needs the host.
+  auto mixed = reqs;
+  std::mt19937 rng(8);
+  for (size_t i = 0; i < mixed.size(); i += 4) {
+    SamplingParams p = random_params(rng, static_cast<int>(i));
+    p.seed = 700 + i;
+    p.presence_penalty = 0.5f;
+    mixed[i].sampling = p;
+  }
+  mixed[5].sampling.logprobs = true;
+  mixed[6].constraint = std::make_shared<EveryNth>(3);
+  auto mixed_off = mixed, mixed_on = mixed;
+  mixed_on[6].constraint = std::make_shared<EveryNth>(3);
+  const auto m_off = run_with(false, mixed_off, 0).first;
+  EXPECT_EQ(run_with(true, mixed_on, 0).first, m_off);
+  for (int32_t t : m_off.at(6)) EXPECT_EQ(t % 3, 0);
+}
+
 }  // namespace
 }  // namespace di::engine

@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "kernels/ref/engram_hash.h"
 #include "model/engram/multipliers.h"
 #include "unit/engram/golden_reader.h"
 
@@ -128,6 +129,58 @@ TEST(NgramHasher, DeadTokenBlocksLongerLookBacks) {
   NgramHistory h3;
   ASSERT_TRUE(f->hasher.hash(pads, h3, out_pad).ok());
   EXPECT_TRUE(std::equal(out_pad.begin(), out_pad.end(), out_dead.begin() + per));
+}
+
+// A position whose own token is pending (hashed later from the look-back alone, as the backends'
+// engram_hash_rows do) gives the rows one-shot hashing gives, dead tokens included, and the
+// history then continues as if the token had been known.
+TEST(NgramHasher, PendingPositionsHashLikeKnownOnes) {
+  auto f = make_fixture();
+  ASSERT_TRUE(f.has_value());
+  const int32_t pad = f->token_map[kPadTokenId];
+  const std::size_t per = f->hasher.values_per_position();
+  const int n = f->hasher.max_ngram_size();
+  const std::size_t buckets = static_cast<std::size_t>(f->hasher.buckets_per_layer());
+  for (int seq = 0; seq < 3; ++seq) {
+    std::vector<int32_t> tokens = compressed_prompt(*f, seq);
+    tokens[4] = -1;  // dead: blocks its own look-backs and the next positions'
+    std::vector<int64_t> one_shot(tokens.size() * per);
+    NgramHistory h1;
+    ASSERT_TRUE(f->hasher.hash(tokens, h1, one_shot).ok());
+    std::vector<int64_t> got(tokens.size() * per);
+    NgramHistory h2;
+    for (std::size_t t = 0; t < tokens.size(); ++t) {
+      if (t % 3 == 1) {  // known: the ordinary path in between
+        ASSERT_TRUE(
+            f->hasher
+                .hash(std::span(tokens).subspan(t, 1), h2, std::span(got).subspan(t * per, per))
+                .ok());
+        continue;
+      }
+      std::vector<int32_t> look_back(static_cast<std::size_t>(n - 1));
+      ASSERT_TRUE(f->hasher.look_back_pending(h2, look_back).ok());
+      std::vector<int64_t> shifted(static_cast<std::size_t>(n), pad);
+      if (tokens[t] >= 0) {
+        shifted[0] = tokens[t];
+        for (int s = 1; s < n; ++s) shifted[static_cast<std::size_t>(s)] = look_back[s - 1];
+      }
+      for (int l = 0; l < f->hasher.n_layers(); ++l) {
+        kernels::engram::hash_position(
+            shifted.data(), n, f->hasher.n_heads(), f->hasher.multipliers(l).data(),
+            f->hasher.primes(l).data(), f->hasher.offsets(l).data(),
+            got.data() + t * per + static_cast<std::size_t>(l) * buckets);
+      }
+      // Pending until resolved: no further chunk, and only one pending token at a time.
+      std::vector<int64_t> scratch(per);
+      EXPECT_FALSE(f->hasher.hash(std::span(tokens).subspan(t, 1), h2, scratch).ok());
+      EXPECT_FALSE(f->hasher.look_back_pending(h2, look_back).ok());
+      ASSERT_TRUE(NgramHasher::resolve_pending(h2, tokens[t]).ok());
+      EXPECT_FALSE(NgramHasher::resolve_pending(h2, tokens[t]).ok());
+    }
+    EXPECT_EQ(got, one_shot) << "seq" << seq;
+    EXPECT_EQ(h2.recent, h1.recent);
+    EXPECT_EQ(h2.position, h1.position);
+  }
 }
 
 TEST(NgramHasher, RejectsBadArguments) {

@@ -4,6 +4,7 @@
 // All three are bitwise.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -138,6 +139,98 @@ TEST_P(ForwardProperty, LogitsDoNotDependOnTheBatch) {
   pool_->release_sequence(sa);
   pool_->release_sequence(sb);
   pool_->release_sequence(sc);
+}
+
+// Pending tokens: a greedy decode whose steps embed the previous step's argmax from backend memory
+// (issued before that token is downloaded, then committed) gives the logits and tokens of the
+// host-fed decode, bitwise, also when the pending row shares its step with another sequence's
+// prefill chunk (the pending row is then not the step's first).
+TEST_P(ForwardProperty, PendingTokensEqualHostTokens) {
+  const auto prompt = random_tokens(40, 41), other = random_tokens(9, 42);
+  const int64_t V = model_->config().vocab_size;
+  constexpr int kSteps = 8;
+  auto first_argmax = [&](const std::vector<float>& row) {
+    return static_cast<int32_t>(std::max_element(row.begin(), row.begin() + V) - row.begin());
+  };
+  // Host-fed: each step's token is the previous step's argmax, read on the host.
+  std::vector<std::vector<float>> want;
+  std::vector<int32_t> want_tokens;
+  {
+    auto s = pool_->create_sequence().value();
+    auto o = pool_->create_sequence().value();
+    auto out = run({{&s, prompt}});
+    int32_t next = first_argmax(std::vector<float>(out[0].end() - V, out[0].end()));
+    for (int k = 0; k < kSteps; ++k) {
+      want_tokens.push_back(next);
+      std::vector<std::pair<SequenceState*, std::vector<int32_t>>> chunks;
+      if (k == 3) chunks.push_back({&o, other});
+      chunks.push_back({&s, {next}});
+      auto step = run(chunks);
+      want.push_back(step.back());
+      next = first_argmax(step.back());
+    }
+    pool_->release_sequence(s);
+    pool_->release_sequence(o);
+  }
+  // Pending: the argmax stays in backend memory and feeds the next step's chunk.
+  auto s = pool_->create_sequence().value();
+  auto o = pool_->create_sequence().value();
+  auto out = run({{&s, prompt}});
+  const int32_t first = first_argmax(std::vector<float>(out[0].end() - V, out[0].end()));
+  LogitsSelection selections[2];
+  LogitsSelection* feed = nullptr;
+  for (int k = 0; k < kSteps; ++k) {
+    ForwardContext ctx;
+    ctx.pool = pool_.get();
+    if (k == 3) ctx.chunks.push_back({&o, other});
+    ctx.chunks.push_back({&s, {feed ? 0 : first}});
+    if (feed)
+      ctx.chunks.back().pending = reinterpret_cast<const int32_t*>(feed->device_tokens.data());
+    const int64_t row = ctx.chunks.size() == 2 ? static_cast<int64_t>(other.size()) : 0;
+    LogitsSelection& sel = selections[k % 2];
+    sel = LogitsSelection();
+    sel.defer = true;
+    sel.full = {kLogitsArgmax, kLogitsFull};  // the same row twice: its token and its logits
+    std::vector<float> logits;
+    ASSERT_TRUE(model_->forward(ctx, {row, row}, logits, &sel).ok());
+    expect_bitwise_equal(logits, want[static_cast<size_t>(k)], V);
+    if (feed) {
+      ASSERT_TRUE(model_->wait_tokens(*feed).ok());
+      EXPECT_EQ(feed->argmax[0], want_tokens[static_cast<size_t>(k)]) << "step " << k;
+      ASSERT_TRUE(model_->commit_token(s, feed->argmax[0]).ok());
+    }
+    feed = &sel;
+  }
+  ASSERT_TRUE(model_->wait_tokens(*feed).ok());
+  // A pending chunk holds its token alone; a step on an uncommitted token is refused untouched.
+  const int64_t before = s.num_tokens;
+  std::vector<float> logits;
+  ForwardContext two;
+  two.pool = pool_.get();
+  two.chunks.push_back({&s, {0, 0}});
+  two.chunks.back().pending = reinterpret_cast<const int32_t*>(feed->device_tokens.data());
+  EXPECT_EQ(model_->forward(two, {}, logits).code(), StatusCode::kInvalidArgument);
+  ForwardContext one;
+  one.pool = pool_.get();
+  one.chunks.push_back({&s, {0}});
+  one.chunks.back().pending = reinterpret_cast<const int32_t*>(feed->device_tokens.data());
+  LogitsSelection sel;
+  sel.defer = true;
+  sel.full = {kLogitsArgmax};
+  ASSERT_TRUE(model_->forward(one, {0}, logits, &sel).ok());
+  ASSERT_TRUE(model_->wait_tokens(sel).ok());
+  ForwardContext again;
+  again.pool = pool_.get();
+  again.chunks.push_back({&s, {5}});
+  const Status refused = model_->forward(again, {}, logits);
+  if (model_->engram_layout()) {
+    EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused.to_string();
+    EXPECT_EQ(s.num_tokens, before + 1);
+  }
+  EXPECT_TRUE(model_->commit_token(s, sel.argmax[0]).ok());
+  EXPECT_FALSE(model_->commit_token(s, V).ok());
+  pool_->release_sequence(s);
+  pool_->release_sequence(o);
 }
 
 // Bad input is refused before the forward touches a sequence: a sequence twice in one step, a

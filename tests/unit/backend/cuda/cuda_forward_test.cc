@@ -11,6 +11,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cuda/cuda_ops.h"
+#include "kernels/ref/sample_math.h"
 #include "model/model.h"
 
 namespace di::model {
@@ -199,6 +200,113 @@ TEST_P(CudaForward, SideLinesEqualOneStream) {
   ASSERT_EQ(with_side.size(), without.size());
   double max_abs = 0;
   EXPECT_EQ(count_different(with_side, without, &max_abs), 0u) << "max abs " << max_abs;
+}
+
+// Pending tokens on the device: a decode of two sequences whose steps embed and hash the previous
+// step's tokens from device memory, each step issued before the previous step's tokens are
+// downloaded (deferred downloads), picks the tokens of the host-fed decode, greedy and sampled;
+// with the logits copied as well, they are bitwise the host-fed ones. A third sequence's prefill
+// joins one step, so the pending rows are not the step's first.
+TEST_P(CudaForward, PendingTokensEqualHostTokens) {
+  const std::vector<std::vector<int32_t>> prompts = {random_tokens(37, 61), random_tokens(23, 62),
+                                                     random_tokens(11, 63)};
+  const int64_t V = gpu_model_->config().vocab_size;
+  constexpr int kSteps = 12;
+  struct Decode {
+    std::vector<int32_t> tokens;  // both sequences' tokens, step by step
+    std::vector<float> logits;
+  };
+  auto decode = [&](bool pending, bool sample, bool with_logits) {
+    auto pool = StatePool::create(gpu_model_->config(), {8, 4096, 16}, gpu_model_->ops());
+    EXPECT_TRUE(pool.has_value());
+    std::vector<SequenceState> s;
+    for (int i = 0; i < 3; ++i) s.push_back(pool->create_sequence().value());
+    Decode d;
+    std::vector<int32_t> next(2);
+    LogitsSelection sel[2];
+    LogitsSelection* feed = nullptr;
+    for (int k = -1; k < kSteps; ++k) {
+      ForwardContext ctx;
+      ctx.pool = &*pool;
+      std::vector<int64_t> rows;
+      int64_t row = 0;
+      if (k == 4) {
+        ctx.chunks.push_back({&s[2], prompts[2]});
+        row += static_cast<int64_t>(prompts[2].size());
+      }
+      for (int b = 0; b < 2; ++b) {
+        if (k < 0) {
+          ctx.chunks.push_back({&s[b], prompts[b]});
+          row += static_cast<int64_t>(prompts[b].size());
+        } else {
+          ctx.chunks.push_back({&s[b], {next[b]}});
+          if (pending && feed) {
+            ctx.chunks.back().pending =
+                reinterpret_cast<const int32_t*>(feed->device_tokens.data()) + b;
+          }
+          ++row;
+        }
+        rows.push_back(row - 1);
+      }
+      LogitsSelection& cur = sel[(k + 2) % 2];
+      cur = LogitsSelection();
+      cur.defer = pending;
+      cur.full.assign(2, sample ? kLogitsSample : kLogitsArgmax);
+      if (sample) {
+        cur.params.assign(2, kernels::sample::RowParams{});
+        for (int b = 0; b < 2; ++b) {
+          cur.params[b].temperature = 0.9f;
+          cur.params[b].top_k = 40;
+          cur.params[b].key =
+              kernels::sample::row_key(7, b, static_cast<uint64_t>(s[b].num_tokens));
+        }
+      }
+      if (with_logits) {
+        rows.insert(rows.end(), rows.begin(), rows.end());
+        cur.full.insert(cur.full.end(), 2, kLogitsFull);
+        if (sample) cur.params.insert(cur.params.end(), 2, kernels::sample::RowParams{});
+      }
+      std::vector<float> logits;
+      const Status st = gpu_model_->forward(ctx, rows, logits, &cur);
+      EXPECT_TRUE(st.ok()) << st.to_string();
+      if (!st.ok()) return d;
+      d.logits.insert(d.logits.end(), logits.begin(), logits.end());
+      if (pending && feed) {
+        // The previous step's tokens, waited for now that this step is issued.
+        EXPECT_TRUE(gpu_model_->wait_tokens(*feed).ok());
+        for (int b = 0; b < 2; ++b) {
+          EXPECT_TRUE(gpu_model_->commit_token(s[b], feed->argmax[b]).ok());
+          d.tokens.push_back(feed->argmax[b]);
+        }
+      }
+      if (pending) {
+        feed = &cur;
+        continue;
+      }
+      for (int b = 0; b < 2; ++b) {
+        next[b] = cur.argmax[b];
+        d.tokens.push_back(next[b]);
+      }
+    }
+    if (pending) {
+      EXPECT_TRUE(gpu_model_->wait_tokens(*feed).ok());
+      for (int b = 0; b < 2; ++b) d.tokens.push_back(feed->argmax[b]);
+    }
+    return d;
+  };
+  for (bool sample : {false, true}) {
+    const Decode host = decode(false, sample, false);
+    const Decode dev = decode(true, sample, false);
+    ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+    EXPECT_EQ(dev.tokens, host.tokens) << (sample ? "sampled" : "greedy");
+    const Decode host_l = decode(false, sample, true);
+    const Decode dev_l = decode(true, sample, true);
+    EXPECT_EQ(dev_l.tokens, host.tokens);
+    ASSERT_EQ(dev_l.logits.size(), host_l.logits.size());
+    EXPECT_EQ(host_l.logits.size(), static_cast<size_t>((kSteps + 1) * 2 * V));
+    double max_abs = 0;
+    EXPECT_EQ(count_different(dev_l.logits, host_l.logits, &max_abs), 0u) << "max abs " << max_abs;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden,
