@@ -26,8 +26,7 @@ Buffer Model::upload_token_ids(const ForwardContext& ctx) const {
 }
 
 void Model::hash_pending_rows(int layer, const ForwardContext& ctx, const Buffer& index_d) const {
-  const auto& ids = config_.engram_layer_ids;
-  const int l = static_cast<int>(std::find(ids.begin(), ids.end(), layer) - ids.begin());
+  const int l = config_.engram_index(layer);
   backend::EngramHashArgs a;
   a.tokens = token_ids(ctx);
   a.rows = ctx.pending_rows.data();

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
@@ -200,18 +202,30 @@ void CudaOps::engram_hash_rows(const EngramHashArgs& a) const {
     const size_t n = static_cast<size_t>(a.num_rows);
     const size_t back = static_cast<size_t>(a.max_ngram - 1);
     const size_t buckets = back * static_cast<size_t>(a.heads);
-    DI_ASSIGN_OR_RETURN(const uint8_t* map,
-                        m.cached_bytes(reinterpret_cast<const uint8_t*>(a.token_map),
-                                       sizeof(int32_t) * static_cast<size_t>(a.map_size)));
-    DI_ASSIGN_OR_RETURN(const int64_t* rows, m.upload(a.rows, n));
-    DI_ASSIGN_OR_RETURN(const int32_t* look_back, m.upload(a.look_back, n * back));
-    DI_ASSIGN_OR_RETURN(const int64_t* mult,
-                        m.upload(a.multipliers, static_cast<size_t>(a.max_ngram)));
-    DI_ASSIGN_OR_RETURN(const int64_t* primes, m.upload(a.primes, buckets));
-    DI_ASSIGN_OR_RETURN(const int64_t* offsets, m.upload(a.offsets, buckets));
+    // The layer's constants (the token map, multipliers, primes, offsets) are uploaded once and
+    // cached by address; the rows and their look-backs go up as one array (one upload kernel).
+    auto cached = [&m](const auto* host, size_t count) {
+      return m.cached_bytes(reinterpret_cast<const uint8_t*>(host), sizeof(*host) * count);
+    };
+    DI_ASSIGN_OR_RETURN(const uint8_t* map, cached(a.token_map, static_cast<size_t>(a.map_size)));
+    DI_ASSIGN_OR_RETURN(const uint8_t* mult,
+                        cached(a.multipliers, static_cast<size_t>(a.max_ngram)));
+    DI_ASSIGN_OR_RETURN(const uint8_t* primes, cached(a.primes, buckets));
+    DI_ASSIGN_OR_RETURN(const uint8_t* offsets, cached(a.offsets, buckets));
+    std::vector<int32_t> rows_back(n * (1 + back));
+    for (size_t i = 0; i < n; ++i) {
+      if (a.rows[i] < 0 || a.rows[i] > std::numeric_limits<int32_t>::max()) {
+        return Status(StatusCode::kInvalidArgument, "engram_hash_rows: a row out of range");
+      }
+      rows_back[i] = static_cast<int32_t>(a.rows[i]);
+    }
+    std::copy_n(a.look_back, n * back, rows_back.begin() + static_cast<std::ptrdiff_t>(n));
+    DI_ASSIGN_OR_RETURN(const int32_t* packed, m.upload(rows_back.data(), rows_back.size()));
     DI_CUDA_RETURN_IF_ERROR(cuda::engram_hash_rows(
-        a.tokens, rows, a.num_rows, look_back, reinterpret_cast<const int32_t*>(map), a.map_size,
-        a.max_ngram, a.heads, mult, primes, offsets, a.pad, a.out, m.stream));
+        a.tokens, packed, a.num_rows, packed + n, reinterpret_cast<const int32_t*>(map), a.map_size,
+        a.max_ngram, a.heads, reinterpret_cast<const int64_t*>(mult),
+        reinterpret_cast<const int64_t*>(primes), reinterpret_cast<const int64_t*>(offsets), a.pad,
+        a.out, m.stream));
     return {};
   });
 }
@@ -223,8 +237,15 @@ void CudaOps::copy_rows(const float* const* src,
   Impl& m = *impl_;
   m.run("copy_rows", [&]() -> Status {
     if (n <= 0 || width <= 0) return {};
-    DI_ASSIGN_OR_RETURN(const float* const* ds, m.upload(src, static_cast<size_t>(n)));
-    DI_ASSIGN_OR_RETURN(float* const* dd, m.upload(dst, static_cast<size_t>(n)));
+    // Both pointer tables in one upload: each upload is a kernel of its own in the stream.
+    std::vector<uintptr_t> tables(static_cast<size_t>(2 * n));
+    for (int64_t i = 0; i < n; ++i) {
+      tables[static_cast<size_t>(i)] = reinterpret_cast<uintptr_t>(src[i]);
+      tables[static_cast<size_t>(n + i)] = reinterpret_cast<uintptr_t>(dst[i]);
+    }
+    DI_ASSIGN_OR_RETURN(const uintptr_t* d, m.upload(tables.data(), tables.size()));
+    const float* const* ds = reinterpret_cast<const float* const*>(d);
+    float* const* dd = reinterpret_cast<float* const*>(d + n);
     DI_CUDA_RETURN_IF_ERROR(cuda::copy_rows(ds, dd, n, width, m.stream));
     return {};
   });

@@ -12,7 +12,7 @@ namespace {
 constexpr int kThreads = 128;
 
 __global__ void engram_hash_rows_kernel(const int32_t* tokens,
-                                        const int64_t* rows,
+                                        const int32_t* rows,
                                         int64_t num_rows,
                                         const int32_t* look_back,
                                         const int32_t* token_map,
@@ -43,7 +43,7 @@ __global__ void engram_hash_rows_kernel(const int32_t* tokens,
 }  // namespace
 
 cudaError_t engram_hash_rows(const int32_t* tokens,
-                             const int64_t* rows,
+                             const int32_t* rows,
                              int64_t num_rows,
                              const int32_t* look_back,
                              const int32_t* token_map,

@@ -108,7 +108,7 @@ cudaError_t gather_fp8_rows(const uint8_t* data,
 inline constexpr int kEngramMaxNgram = 8;
 // Ops::engram_hash_rows on device arrays (EngramHashArgs' fields; max_ngram <= kEngramMaxNgram).
 cudaError_t engram_hash_rows(const int32_t* tokens,
-                             const int64_t* rows,
+                             const int32_t* rows,
                              int64_t num_rows,
                              const int32_t* look_back,
                              const int32_t* token_map,
