@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -341,6 +342,9 @@ Status bench_moe(const std::vector<int64_t>& token_list,
       std::vector<int> vs;
       if (with_pick || !tc) vs.push_back(-1);
       if (tc) vs.insert(vs.end(), variants.begin(), variants.end());
+      // Every variant's output after the same replays, against the first one's (bitwise).
+      std::vector<float> first_out, this_out(static_cast<size_t>(T * dim));
+      int differing = 0;
       for (const int v : vs) {
         a.tile_variant = v;
         DI_ASSIGN_OR_RETURN(double us, graph_us(reps, [&](int i, cudaStream_t st) {
@@ -349,6 +353,14 @@ Status bench_moe(const std::vector<int64_t>& token_list,
                               c.weights = wt[i % kTables];
                               return bc::moe_routed(c, scratch, st);
                             }));
+        DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(this_out.data(), out, this_out.size() * sizeof(float),
+                                           cudaMemcpyDeviceToHost));
+        if (first_out.empty()) {
+          first_out = this_out;
+        } else if (std::memcmp(first_out.data(), this_out.data(),
+                               this_out.size() * sizeof(float)) != 0) {
+          ++differing;
+        }
         if (v < 0) {
           pick_us = us;
         } else {
@@ -358,6 +370,7 @@ Status bench_moe(const std::vector<int64_t>& token_list,
           notes += b;
         }
       }
+      if (vs.size() > 1) notes += differing ? "; OUTPUTS DIFFER" : "; outputs bitwise equal";
       std::printf(
           "| moe_routed fp4 E=%d top-6 5120/2304, %s | %lld | %.1f | %.1f | %.2f | byte floor "
           "%.1f, FLOP floor %.1f us (%.0f TFLOP/s); %.1f experts touched (%.0f MB); %s |\n",

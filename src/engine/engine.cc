@@ -356,8 +356,9 @@ void Engine::prepare_forward(const StepPlan& plan, InFlight* prev) {
       // prev's token for this sequence, still on the backend (a placeholder is always the last
       // token of a running sequence, so its chunk is a decode step).
       DI_CHECK(prev && prev->speculated && c.num_tokens == 1);
-      const auto row = std::find(prev->sample_ids.begin(), prev->sample_ids.end(), c.seq->id) -
-                       prev->sample_ids.begin();
+      const auto it = prev->sample_row.find(c.seq->id);
+      DI_CHECK(it != prev->sample_row.end());
+      const int64_t row = it->second;
       ctx_.chunks.back().tokens = {0};
       ctx_.chunks.back().pending =
           reinterpret_cast<const int32_t*>(prev->selection.device_tokens.data()) + row;

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <future>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/engine.h"
@@ -21,7 +23,8 @@ struct Engine::InFlight {
   Status issued;
   model::LogitsSelection selection;
   std::vector<RequestId> chunk_ids, sample_ids;
-  std::vector<RequestId> pending_ids;  // chunks reading the previous step's tokens
+  std::unordered_map<RequestId, int64_t> sample_row;  // sample_ids' index of each
+  std::unordered_set<RequestId> pending_ids;          // chunks reading the previous step's tokens
   bool speculated = false;
   std::vector<int64_t> placeholder_at;  // per sampling row: its placeholder's index in tokens
 };

@@ -36,12 +36,15 @@ std::unique_ptr<Engine::InFlight> Engine::issue_deferred(StepPlan plan) {
   selection_.defer = f->deferred;
   for (const ScheduledChunk& c : plan.chunks) {
     f->chunk_ids.push_back(c.seq->id);
-    if (c.samples) f->sample_ids.push_back(c.seq->id);
+    if (c.samples) {
+      f->sample_row.emplace(c.seq->id, static_cast<int64_t>(f->sample_ids.size()));
+      f->sample_ids.push_back(c.seq->id);
+    }
   }
   for (const model::SequenceChunk& ch : ctx_.chunks) {
     if (!ch.pending) continue;
     const auto at = &ch - ctx_.chunks.data();
-    f->pending_ids.push_back(plan.chunks[static_cast<size_t>(at)].seq->id);
+    f->pending_ids.insert(plan.chunks[static_cast<size_t>(at)].seq->id);
   }
   const auto t0 = std::chrono::steady_clock::now();
   f->issued = model_.forward(ctx_, logits_rows_, logits_, &selection_);
@@ -125,8 +128,7 @@ void Engine::finish_deferred(InFlight& f,
       seq->tokens.push_back(token);
       seq->awaiting_token = false;
     }
-    if (next && std::find(next->pending_ids.begin(), next->pending_ids.end(), id) !=
-                    next->pending_ids.end()) {
+    if (next && next->pending_ids.contains(id)) {
       const Status c = model_.commit_token(state_of(id), token);
       if (!c.ok()) {
         fail_one(id, "forward failed: " + c.to_string(), updates);
