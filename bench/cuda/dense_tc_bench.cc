@@ -39,7 +39,12 @@ std::vector<uint16_t> bf16_values(size_t n, uint32_t seed) {
   return v;
 }
 
-Status bench_shape(const char* name, int64_t out, int64_t in, int groups, const Floors& f) {
+Status bench_shape(const char* name,
+                   int64_t out,
+                   int64_t in,
+                   int groups,
+                   const Floors& f,
+                   const std::vector<int64_t>& row_counts = {1, 8, 16, 32, 64, 128, 256}) {
   DeviceBuffers buf;
   const size_t welems = static_cast<size_t>(out * in);
   const int copies = static_cast<int>(std::max<size_t>(1, (size_t{256} << 20) / (2 * welems) + 1));
@@ -51,11 +56,12 @@ Status bench_shape(const char* name, int64_t out, int64_t in, int groups, const 
       ws.push_back({WeightFormat::kBF16, out, in, reinterpret_cast<const uint8_t*>(d), nullptr});
     }
   }
-  const int64_t max_rows = 256, cols = groups * in;
+  const int64_t max_rows = *std::max_element(row_counts.begin(), row_counts.end());
+  const int64_t cols = groups * in;
   DI_ASSIGN_OR_RETURN(uint16_t * x,
                       buf.upload(bf16_values(static_cast<size_t>(max_rows * cols), 2)));
   DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(max_rows * out)));
-  for (int64_t rows : {1, 8, 16, 32, 64, 128, 256}) {
+  for (int64_t rows : row_counts) {
     const double bytes = 2.0 * welems + 2.0 * rows * cols + 4.0 * rows * out;
     const double flops = 2.0 * rows * out * in;
     const double byte_ms = bytes / f.bytes_per_s * 1e3, flop_ms = flops / f.bf16_flops * 1e3;
@@ -98,6 +104,9 @@ int dense_tc_bench() {
     std::printf("|---|---|---|---|---|---|\n");
     DI_RETURN_IF_ERROR(bench_shape("head 129280x5120", 129280, 5120, 1, f));
     DI_RETURN_IF_ERROR(bench_shape("wo_a 8x1024x4096", 8192, 4096, 8, f));
+    // The compressor's wkv / wgate (fp32 CUDA-core kernels today: --dense-f32 times them).
+    DI_RETURN_IF_ERROR(
+        bench_shape("compressor 512x5120", 512, 5120, 1, f, {1, 2, 8, 16, 64, 256, 1024, 4096}));
     return {};
   };
   const Status s = run();

@@ -442,9 +442,10 @@ struct CudaOps::Impl {
     }
     DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dw, weight(w));
     if (gemm != CudaGemm::kExact && cuda::dense_bf16_tc_applies(dw)) {
-      // The large BF16 products (the heads) on tensor cores for every M (dense_bf16_tc.cu), on the
-      // tensor and fp8 paths. x is bf16 in the reference (the normed hidden state), so the
-      // conversion is exact.
+      // The large BF16 products (the heads, the compressor's wkv / wgate) on tensor cores for
+      // every M (dense_bf16_tc.cu), on the tensor and fp8 paths. x is bf16 in the reference (the
+      // normed hidden state), so the conversion is exact; only the fp32 summation order differs
+      // from the CPU's.
       DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(static_cast<size_t>(rows * cols)));
       DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_bits(dx, rows * cols, xb, stream));
       DI_CUDA_RETURN_IF_ERROR(cuda::dense_bf16_tc(xb, rows, dw, 1, dy, round, stream));

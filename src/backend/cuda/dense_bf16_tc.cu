@@ -21,6 +21,8 @@ constexpr int kWarps = 4;      // 16 output features per warp, 64 per CTA
 constexpr int kTokGroups = 8;  // 8 tokens per MMA column group, 64 tokens per pass
 constexpr int kAhead = 4;      // 32-wide K chunks whose weight loads a warp issues at once
 constexpr int kAheadOne = 8;   // the same with one token group (up to 8 rows)
+// Outputs from which the shared tile takes kDenseTcTiledMinRows rows and more (16 feature tiles).
+constexpr int64_t kTiledMinFeatures = 2048;
 
 __device__ __forceinline__ uint4 load16(const uint16_t* p) {
   return __ldg(reinterpret_cast<const uint4*>(p));
@@ -350,7 +352,13 @@ bool dense_bf16_tc_supports(const DeviceWeight& w, int groups) {
 }
 
 bool dense_bf16_tc_applies(const DeviceWeight& w) {
-  return w.out_features >= 16384 && dense_bf16_tc_supports(w, 1);
+  // The heads (>= 16K outputs), and from kDenseTcLinearMinOutputs outputs in whole 128-feature
+  // tiles (the compressor's 512 x 5120: its row-group kernel at 1-8 rows beats the fp32 octets,
+  // and its wgmma tiles at many rows the register-tiled fp32 kernel; docs/benchmarks.md,
+  // session 24). Fewer outputs (the router, the indexer's products) keep the fp32 kernels: the
+  // router's top-k should not move with a summation order.
+  if (w.out_features >= 16384) return dense_bf16_tc_supports(w, 1);
+  return w.out_features >= kDenseTcLinearMinOutputs && dense_bf16_tc_tiled_supports(w, 1);
 }
 
 bool dense_bf16_tc_tiled_supports(const DeviceWeight& w, int groups) {
@@ -394,9 +402,12 @@ cudaError_t dense_bf16_tc(const uint16_t* x,
   // tiles fill the device (the head: 0.35 vs 0.55 ms at 1 row), and from 16 rows on for wo_a
   // (64 feature tiles; the row groups keep more weight bytes in flight below that: 0.037 vs 0.039
   // ms at 8 rows, 0.053 vs 0.039 at 16).
+  // (Below the wgmma rows, a product of few feature tiles keeps the row groups: the compressor's
+  // 512 x 5120 at 16 rows took 38.7 us there and 47.9 in the shared tile's 4 CTAs.)
   const bool tiled =
       force_tile || (kernel == DenseTcKernel::kAuto && tiled_ok &&
-                     (rows >= kDenseTcTiledMinRows || w.out_features >= kDenseTcTiledMinOutputs));
+                     ((rows >= kDenseTcTiledMinRows && w.out_features >= kTiledMinFeatures) ||
+                      w.out_features >= kDenseTcTiledMinOutputs));
   if (tiled) {
     // The 16-row tile up to 16 rows, the 32-row one up to 32 (unless the 64-row one is forced):
     // the same bits.

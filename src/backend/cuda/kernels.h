@@ -340,8 +340,10 @@ cudaError_t dense_gemm_grouped(const float* x,
 inline constexpr int64_t kDenseGemvMaxRows = 8;
 // Tensor-path dense BF16 products (dense_bf16_tc.cu): x as bf16 bits [rows, groups * in], bf16
 // MMAs with fp32 accumulation, the same bits for every M (batch-invariant, within tolerance of the
-// CPU). `linear` uses it for weights with >= 16K outputs (applies), `grouped_linear` for every
-// BF16 weight it supports (each group's outputs a multiple of 16).
+// CPU). `linear` uses it for weights with >= 16K outputs or >= kDenseTcLinearMinOutputs in whole
+// 128-feature tiles (applies), `grouped_linear` for every BF16 weight it supports (each group's
+// outputs a multiple of 16). x must be bf16-valued for the products to be exact (the callers'
+// x are: normed hidden states, the attention output).
 // Two kernels, the same bits for every output: row groups (each warp streams its weight rows
 // from global memory, the fastest at few rows) and shared tiles (128 features x 64 rows per CTA
 // from shared memory, for many rows or many outputs; needs each group's outputs a multiple of
@@ -365,6 +367,7 @@ inline constexpr int64_t kDenseTcWgmmaMinRows = 64;     // the head: 0.41 vs 0.4
 inline constexpr int64_t kDenseTcWgmmaMinRowsFew = 32;  // wo_a: 0.041 vs 0.048 ms at 32 rows
 inline constexpr int64_t kDenseTcTiledMinRows = 16;     // wo_a: 16-row tile 39 vs 53 us at 16 rows
 inline constexpr int64_t kDenseTcTiledMinOutputs = 32768;  // 256 feature tiles: 2 per SM
+inline constexpr int64_t kDenseTcLinearMinOutputs = 512;   // the compressor's wkv / wgate
 bool dense_bf16_tc_supports(const DeviceWeight& w, int groups);
 bool dense_bf16_tc_tiled_supports(const DeviceWeight& w, int groups);
 bool dense_bf16_tc_applies(const DeviceWeight& w);

@@ -1,7 +1,7 @@
 // Dense BF16 products on the tensor path (dense_bf16_tc.cu: weights with >= 16K outputs, the
-// heads): within tolerance of the CPU's fp32 order, every output written, and a row's bits the
-// same alone, in a slice or in a 300-row call (batch invariance); the row-group and shared-tile
-// kernels give the same bits. Skips without a device.
+// heads, and the compressor's 512): within tolerance of the CPU's fp32 order, every output written,
+// and a row's bits the same alone, in a slice or in a 300-row call (batch invariance); the
+// row-group and shared-tile kernels give the same bits. Skips without a device.
 #include <cmath>
 
 #include "backend/cuda/kernels.h"
@@ -48,6 +48,38 @@ TEST_F(CudaDenseTensorTest, HeadShapedProductIsCloseAndBatchInvariant) {
                   float_bits(gpu[static_cast<size_t>(first * out + i)]))
             << "rows " << first << " + " << count << ", element " << i;
       }
+    }
+  }
+}
+
+// The compressor's shape (512 outputs: the tensor path from kDenseTcLinearMinOutputs): fp32
+// outputs within tolerance of the CPU, and a row's bits the same whether the call takes the row
+// groups (1-16 rows), the wgmma or shared tile (32 rows and more) or 300 rows.
+TEST_F(CudaDenseTensorTest, CompressorShapedProductIsCloseAndBatchInvariant) {
+  const int64_t rows = 300, out = 512, in = 1280;
+  RandomWeight w = random_weight(WeightFormat::kBF16, out, in, 7);
+  const Rows x = random_rows(static_cast<size_t>(rows * in), 8);
+  Rows cpu(static_cast<size_t>(rows * out)), gpu(cpu.size(), NAN);
+  cpu_.linear({x.data(), rows, in}, w.view, {cpu.data(), rows, out}, false);
+  gpu_->linear({x.data(), rows, in}, w.view, {gpu.data(), rows, out}, false);
+  sync();
+  ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    ASSERT_FALSE(std::isnan(gpu[i])) << "output " << i << " not written";
+  }
+  const double rel = relative_error(gpu, cpu);
+  std::printf("compressor-shaped bf16 tensor path: relative L2 error %.3g\n", rel);
+  EXPECT_LT(rel, 1e-5);
+  EXPECT_GT(rel, 0.0) << "expected tensor-core sums, not the CPU's fp32 order";
+  for (const auto& [first, count] :
+       {std::pair<int64_t, int64_t>{37, 1}, {30, 8}, {0, 16}, {100, 32}, {200, 64}, {1, 299}}) {
+    Rows part(static_cast<size_t>(count * out), NAN);
+    gpu_->linear({x.data() + first * in, count, in}, w.view, {part.data(), count, out}, false);
+    sync();
+    for (int64_t i = 0; i < count * out; ++i) {
+      ASSERT_EQ(float_bits(part[static_cast<size_t>(i)]),
+                float_bits(gpu[static_cast<size_t>(first * out + i)]))
+          << "rows " << first << " + " << count << ", element " << i;
     }
   }
 }
