@@ -3,6 +3,8 @@
 // and a row's bits the same alone, in a slice or in a 300-row call (batch invariance); the
 // row-group and shared-tile kernels give the same bits. Skips without a device.
 #include <cmath>
+#include <initializer_list>
+#include <utility>
 
 #include "backend/cuda/kernels.h"
 #include "cuda_test_util.h"
@@ -19,6 +21,52 @@ class CudaDenseTensorTest : public CudaOpsTest {
   }
 };
 
+// x [rows, in] times w on the CPU and on the device, every device output written; returns the
+// device's outputs and their relative L2 error against the CPU's in *rel.
+Rows device_and_cpu(const Ops& cpu_ops,
+                    const Ops& gpu_ops,
+                    const RandomWeight& w,
+                    const Rows& x,
+                    int64_t rows,
+                    int64_t in,
+                    int64_t out,
+                    bool round,
+                    double* rel) {
+  Rows cpu(static_cast<size_t>(rows * out)), gpu(cpu.size(), NAN);
+  cpu_ops.linear({x.data(), rows, in}, w.view, {cpu.data(), rows, out}, round);
+  gpu_ops.linear({x.data(), rows, in}, w.view, {gpu.data(), rows, out}, round);
+  sync();
+  EXPECT_TRUE(gpu_ops.status().ok()) << gpu_ops.status().to_string();
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    EXPECT_FALSE(std::isnan(gpu[i])) << "output " << i << " not written";
+    if (std::isnan(gpu[i])) break;
+  }
+  *rel = relative_error(gpu, cpu);
+  return gpu;
+}
+
+// Each (first, count) slice of x's rows as a call of its own gives the bits of `full` (the call
+// over all rows): batch invariance.
+void expect_slices_match(const Ops& gpu_ops,
+                         const RandomWeight& w,
+                         const Rows& x,
+                         const Rows& full,
+                         int64_t in,
+                         int64_t out,
+                         bool round,
+                         std::initializer_list<std::pair<int64_t, int64_t>> slices) {
+  for (const auto& [first, count] : slices) {
+    Rows part(static_cast<size_t>(count * out), NAN);
+    gpu_ops.linear({x.data() + first * in, count, in}, w.view, {part.data(), count, out}, round);
+    sync();
+    for (int64_t i = 0; i < count * out; ++i) {
+      ASSERT_EQ(float_bits(part[static_cast<size_t>(i)]),
+                float_bits(full[static_cast<size_t>(first * out + i)]))
+          << "rows " << first << " + " << count << ", element " << i;
+    }
+  }
+}
+
 TEST_F(CudaDenseTensorTest, HeadShapedProductIsCloseAndBatchInvariant) {
   // K = 96, 320, 384 split K in 1, 2, 4 parts; 40 outputs past a multiple of 64.
   const int64_t rows = 300, out = 16384 + 40;
@@ -26,29 +74,14 @@ TEST_F(CudaDenseTensorTest, HeadShapedProductIsCloseAndBatchInvariant) {
        {std::pair<int64_t, bool>{96, false}, {320, false}, {320, true}, {384, false}}) {
     RandomWeight w = random_weight(WeightFormat::kBF16, out, in, 3);
     const Rows x = random_rows(static_cast<size_t>(rows * in), 4);
-    Rows cpu(static_cast<size_t>(rows * out)), gpu(cpu.size(), NAN);
-    cpu_.linear({x.data(), rows, in}, w.view, {cpu.data(), rows, out}, round);
-    gpu_->linear({x.data(), rows, in}, w.view, {gpu.data(), rows, out}, round);
-    sync();
-    ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
-    for (size_t i = 0; i < cpu.size(); ++i) {
-      ASSERT_FALSE(std::isnan(gpu[i])) << "output " << i << " not written";
-    }
-    const double rel = relative_error(gpu, cpu);
+    double rel = 0;
+    const Rows gpu = device_and_cpu(cpu_, *gpu_, w, x, rows, in, out, round, &rel);
+    ASSERT_FALSE(HasFailure());
     std::printf("dense bf16 tensor path (K %lld, round %d): relative L2 error %.3g\n",
                 static_cast<long long>(in), round, rel);
     EXPECT_LT(rel, round ? 5e-3 : 1e-5);
     // Row 37 alone, rows 30..69 as a slice, against the 300-row call: identical bits.
-    for (const auto& [first, count] : {std::pair<int64_t, int64_t>{37, 1}, {30, 40}, {0, 9}}) {
-      Rows part(static_cast<size_t>(count * out), NAN);
-      gpu_->linear({x.data() + first * in, count, in}, w.view, {part.data(), count, out}, round);
-      sync();
-      for (int64_t i = 0; i < count * out; ++i) {
-        ASSERT_EQ(float_bits(part[static_cast<size_t>(i)]),
-                  float_bits(gpu[static_cast<size_t>(first * out + i)]))
-            << "rows " << first << " + " << count << ", element " << i;
-      }
-    }
+    expect_slices_match(*gpu_, w, x, gpu, in, out, round, {{37, 1}, {30, 40}, {0, 9}});
   }
 }
 
@@ -59,29 +92,14 @@ TEST_F(CudaDenseTensorTest, CompressorShapedProductIsCloseAndBatchInvariant) {
   const int64_t rows = 300, out = 512, in = 1280;
   RandomWeight w = random_weight(WeightFormat::kBF16, out, in, 7);
   const Rows x = random_rows(static_cast<size_t>(rows * in), 8);
-  Rows cpu(static_cast<size_t>(rows * out)), gpu(cpu.size(), NAN);
-  cpu_.linear({x.data(), rows, in}, w.view, {cpu.data(), rows, out}, false);
-  gpu_->linear({x.data(), rows, in}, w.view, {gpu.data(), rows, out}, false);
-  sync();
-  ASSERT_TRUE(gpu_->status().ok()) << gpu_->status().to_string();
-  for (size_t i = 0; i < cpu.size(); ++i) {
-    ASSERT_FALSE(std::isnan(gpu[i])) << "output " << i << " not written";
-  }
-  const double rel = relative_error(gpu, cpu);
+  double rel = 0;
+  const Rows gpu = device_and_cpu(cpu_, *gpu_, w, x, rows, in, out, false, &rel);
+  ASSERT_FALSE(HasFailure());
   std::printf("compressor-shaped bf16 tensor path: relative L2 error %.3g\n", rel);
   EXPECT_LT(rel, 1e-5);
   EXPECT_GT(rel, 0.0) << "expected tensor-core sums, not the CPU's fp32 order";
-  for (const auto& [first, count] :
-       {std::pair<int64_t, int64_t>{37, 1}, {30, 8}, {0, 16}, {100, 32}, {200, 64}, {1, 299}}) {
-    Rows part(static_cast<size_t>(count * out), NAN);
-    gpu_->linear({x.data() + first * in, count, in}, w.view, {part.data(), count, out}, false);
-    sync();
-    for (int64_t i = 0; i < count * out; ++i) {
-      ASSERT_EQ(float_bits(part[static_cast<size_t>(i)]),
-                float_bits(gpu[static_cast<size_t>(first * out + i)]))
-          << "rows " << first << " + " << count << ", element " << i;
-    }
-  }
+  expect_slices_match(*gpu_, w, x, gpu, in, out, false,
+                      {{37, 1}, {30, 8}, {0, 16}, {100, 32}, {200, 64}, {1, 299}});
 }
 
 // The grouped output projection (wo_a's shape, scaled down): each group's 48 outputs read their
