@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/dense_bf16_wgmma.h"
 #include "backend/cuda/kernels.h"
 #include "cuda/bench_util.h"
@@ -61,6 +62,19 @@ Status bench_shape(const char* name,
   DI_ASSIGN_OR_RETURN(uint16_t * x,
                       buf.upload(bf16_values(static_cast<size_t>(max_rows * cols), 2)));
   DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(max_rows * out)));
+  // The warp-specialised head kernel reads x in the k32-logical order (converted per call by the
+  // engine from the fp32 hidden state; timed separately below).
+  const bool wspec = groups == 1 && backend::cuda::dense_bf16_ws_supports(ws[0]);
+  uint16_t* xl = nullptr;
+  float* xf = nullptr;
+  if (wspec) {
+    const std::vector<uint16_t> xh = bf16_values(static_cast<size_t>(max_rows * cols), 2);
+    std::vector<float> xfh(xh.size());
+    for (size_t i = 0; i < xh.size(); ++i) xfh[i] = bf16_to_float(xh[i]);
+    DI_ASSIGN_OR_RETURN(xl, buf.alloc<uint16_t>(xh.size()));
+    DI_ASSIGN_OR_RETURN(xf, buf.upload(xfh));
+    DI_CUDA_RETURN_IF_ERROR(backend::cuda::bf16_to_k32_logical(x, max_rows, cols, xl, nullptr));
+  }
   for (int64_t rows : row_counts) {
     const double bytes = 2.0 * welems + 2.0 * rows * cols + 4.0 * rows * out;
     const double flops = 2.0 * rows * out * in;
@@ -87,6 +101,29 @@ Status bench_shape(const char* name,
                   name, static_cast<long long>(rows), label, ms, floor_ms, byte_ms, flop_ms,
                   floor_ms / ms, bytes / (ms * 1e-3) / 1e9, flops / (ms * 1e-3) / 1e12);
     }
+    if (!wspec || rows < 64) continue;
+    struct Ws {
+      int tile;
+      bool convert;
+      const char* label;
+    };
+    for (const Ws& v : {Ws{128, false, "warp-specialised, 128 rows"},
+                        Ws{256, false, "warp-specialised, 256 rows"},
+                        Ws{0, true, "warp-specialised + fp32 x conversion"}}) {
+      const char* label = v.label;
+      DI_ASSIGN_OR_RETURN(double ms, mean_ms(20, [&](int i) {
+                            if (v.convert) {
+                              const cudaError_t e = backend::cuda::f32_to_bf16_k32_logical(
+                                  xf, rows, cols, xl, nullptr);
+                              if (e != cudaSuccess) return e;
+                            }
+                            return backend::cuda::dense_bf16_wgmma_ws(xl, rows, ws[i % copies], y,
+                                                                      true, nullptr, v.tile);
+                          }));
+      std::printf("| %s M=%lld %s | %.4f | %.4f (bytes %.4f, FLOPs %.4f) | %.3f | %.0f | %.1f |\n",
+                  name, static_cast<long long>(rows), label, ms, floor_ms, byte_ms, flop_ms,
+                  floor_ms / ms, bytes / (ms * 1e-3) / 1e9, flops / (ms * 1e-3) / 1e12);
+    }
   }
   return {};
 }
@@ -102,7 +139,8 @@ int dense_tc_bench() {
         f.bytes_per_s / 1e9, f.bf16_flops / 1e12);
     std::printf("| product | ms | floor ms | floor/time | GB/s | TFLOP/s |\n");
     std::printf("|---|---|---|---|---|---|\n");
-    DI_RETURN_IF_ERROR(bench_shape("head 129280x5120", 129280, 5120, 1, f));
+    DI_RETURN_IF_ERROR(bench_shape("head 129280x5120", 129280, 5120, 1, f,
+                                   {1, 8, 16, 32, 64, 80, 96, 128, 192, 256, 512}));
     DI_RETURN_IF_ERROR(bench_shape("wo_a 8x1024x4096", 8192, 4096, 8, f));
     // The compressor's wkv / wgate (fp32 CUDA-core kernels today: --dense-f32 times them).
     DI_RETURN_IF_ERROR(

@@ -19,6 +19,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/deferred_downloads.h"
+#include "backend/cuda/dense_bf16_wgmma.h"
 #include "backend/cuda/device_arena.h"
 #include "backend/cuda/gemm_bf16_decode.h"
 #include "backend/cuda/kernels.h"
@@ -447,6 +448,13 @@ struct CudaOps::Impl {
       // normed hidden state), so the conversion is exact; only the fp32 summation order differs
       // from the CPU's.
       DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(static_cast<size_t>(rows * cols)));
+      if (cuda::dense_bf16_ws_applies(rows, dw)) {
+        // The heads at many rows: x converted straight into the kernels' k32-logical order, then
+        // the warp-specialised 256-row tiles (dense_bf16_wgmma_ws.cu; the same bits).
+        DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_k32_logical(dx, rows, cols, xb, stream));
+        DI_CUDA_RETURN_IF_ERROR(cuda::dense_bf16_wgmma_ws(xb, rows, dw, dy, round, stream));
+        return {};
+      }
       DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_bits(dx, rows * cols, xb, stream));
       DI_CUDA_RETURN_IF_ERROR(cuda::dense_bf16_tc(xb, rows, dw, 1, dy, round, stream));
       return {};

@@ -33,8 +33,8 @@ __device__ __forceinline__ uint4 load16(const uint16_t* p) {
 // k 2q, 2q+1, 2q+8, 2q+9 of an MMA are physical 8q .. 8q+3, then 8q+4 .. 8q+7 for the second
 // MMA), which leaves every dot product unchanged and makes each operand one 16-byte load.
 // `splits` warps share a 16-feature tile, each a contiguous K range, and their partial sums are
-// added in split order: the split depends on K only (never on the rows), and it gives small
-// batches four times the warps to keep weight bytes in flight.
+// added in split order: the split depends on the weight only (dense_bf16_tc_k_parts, never on
+// the rows), and it gives small batches four times the warps to keep weight bytes in flight.
 // TG token groups per pass: kTokGroups, or 1 for up to 8 rows (decode), where a chunk's x values
 // then load with its weights instead of an L2 round trip of their own per chunk, in far fewer
 // registers. The same MMAs for every row either way.
@@ -343,6 +343,10 @@ int k_splits(int64_t k) {
 
 }  // namespace
 
+int dense_bf16_tc_k_parts(const DeviceWeight& w) {
+  return w.out_features >= kDenseTcTiledMinOutputs ? 1 : k_splits(w.in_features);
+}
+
 bool dense_bf16_tc_supports(const DeviceWeight& w, int groups) {
   if (w.format != WeightFormat::kBF16 || w.in_features % 32 != 0 || groups < 1 ||
       w.out_features % groups != 0 || reinterpret_cast<uintptr_t>(w.data) % 16 != 0) {
@@ -379,7 +383,7 @@ cudaError_t dense_bf16_tc(const uint16_t* x,
   if (!dense_bf16_tc_supports(w, groups) || reinterpret_cast<uintptr_t>(x) % 16 != 0) {
     return cudaErrorInvalidValue;
   }
-  const int splits = k_splits(w.in_features);
+  const int splits = dense_bf16_tc_k_parts(w);
   const bool tiled_ok = dense_bf16_tc_tiled_supports(w, groups);
   const bool force_wgmma = kernel == DenseTcKernel::kWgmma || kernel == DenseTcKernel::kWgmmaWide ||
                            kernel == DenseTcKernel::kWgmmaDrain;

@@ -29,4 +29,35 @@ cudaError_t dense_bf16_wgmma(const uint16_t* x,
                              bool wide,
                              bool drain);
 
+// The number of K parts (fresh MMA chains, added in part order) of every dense_bf16_tc kernel for
+// weight w: one for the heads (>= kDenseTcTiledMinOutputs outputs, always on the shared-tile or
+// wgmma kernels, whose parallelism does not come from K), else 4 (2) while the parts stay whole
+// 32-wide chunks, which gives the row-group kernel's small batches four times the warps.
+int dense_bf16_tc_k_parts(const DeviceWeight& w);
+
+// --- The heads at many rows, warp-specialised (dense_bf16_wgmma_ws.cu) ---
+// The same bits as dense_bf16_tc for weights of one K part, from x in the k32-logical order
+// (below): TMA tile loads, 256 rows x 128 features per CTA above kDenseBf16WsMaxRows128 rows, else
+// 128 x 128 (tile_rows 128 or 256 forces one, 0 picks). `linear` takes it from kDenseBf16WsMinRows
+// rows (measured, the head: 0.37 vs 0.59 ms at 96 rows, 0.44 vs 0.41 at 64).
+inline constexpr int64_t kDenseBf16WsMinRows = 65;
+inline constexpr int64_t kDenseBf16WsMaxRows128 = 128;
+bool dense_bf16_ws_supports(const DeviceWeight& w);  // sm_90, BF16, one K part, K % 64 == 0
+bool dense_bf16_ws_applies(int64_t rows, const DeviceWeight& w);
+cudaError_t dense_bf16_wgmma_ws(const uint16_t* x_logical,
+                                int64_t rows,
+                                const DeviceWeight& w,
+                                float* y,
+                                bool round_bf16,
+                                cudaStream_t s,
+                                int tile_rows = 0);
+
+// x [rows, k] (k % 32 == 0, 16-byte aligned) as bf16 in the k32-logical order: within each
+// 32-wide chunk, the k pairs where the mma.sync kernels' k16 steps multiply them (the order of
+// dense_bf16_wgmma.cu's B tile), so that tile loads need no permutation.
+cudaError_t f32_to_bf16_k32_logical(
+    const float* x, int64_t rows, int64_t k, uint16_t* out, cudaStream_t s);
+cudaError_t bf16_to_k32_logical(
+    const uint16_t* x, int64_t rows, int64_t k, uint16_t* out, cudaStream_t s);
+
 }  // namespace di::backend::cuda

@@ -128,5 +128,80 @@ TEST_F(CudaDenseWgmmaTest, HeadKMatchesSharedTileKernelBitwise) {
   }
 }
 
+// The warp-specialised head kernel (dense_bf16_wgmma_ws.cu) from x in the k32-logical order:
+// the shared-tile kernel's bits for head-sized weights (>= kDenseTcTiledMinOutputs outputs: one
+// K part) at 1..300 rows (partial 128- and 256-row tiles, a partial feature tile), with both
+// tiles and the automatic pick, from bf16 and from fp32 x (the many-row shapes four times over:
+// a pipeline race showed as a few wrong CTAs per call, session 25); a slice of rows alone gives the
+// same bits as in the full call. Refused (cudaErrorNotSupported) off sm_90.
+TEST_F(CudaDenseWgmmaTest, WarpSpecialisedHeadMatchesSharedTileBitwise) {
+  using cuda::DenseTcKernel;
+  const bool sm90 = cuda::dense_bf16_wgmma_available();
+  uint32_t seed = 91;
+  for (const int64_t in : {640, 5120}) {
+    const int64_t out = cuda::kDenseTcTiledMinOutputs + (in == 640 ? 40 : 8);
+    const std::vector<uint16_t> wh = wide_range_bf16(static_cast<size_t>(out * in), in, 6, seed++);
+    ManagedVector<uint16_t> wd(wh.begin(), wh.end());
+    const cuda::DeviceWeight dw{WeightFormat::kBF16, out, in,
+                                reinterpret_cast<const uint8_t*>(wd.data()), nullptr};
+    ASSERT_EQ(cuda::dense_bf16_tc_k_parts(dw), 1);
+    ASSERT_EQ(cuda::dense_bf16_ws_supports(dw), sm90);
+    const int64_t max_rows = 300;
+    const std::vector<uint16_t> xh =
+        wide_range_bf16(static_cast<size_t>(max_rows * in), in, 6, seed++);
+    ManagedVector<uint16_t> x(xh.begin(), xh.end());
+    ManagedVector<float> xf(xh.size());
+    for (size_t i = 0; i < xh.size(); ++i) xf[i] = bf16_to_float(xh[i]);
+    ManagedVector<uint16_t> xl(xh.size()), xlf(xh.size());
+    ASSERT_EQ(cuda::bf16_to_k32_logical(x.data(), max_rows, in, xl.data(), nullptr), cudaSuccess);
+    ASSERT_EQ(cuda::f32_to_bf16_k32_logical(xf.data(), max_rows, in, xlf.data(), nullptr),
+              cudaSuccess);
+    sync();
+    for (size_t i = 0; i < xh.size(); ++i) ASSERT_EQ(xl[i], xlf[i]) << "element " << i;
+    for (const int64_t rows :
+         {1, 8, 64, 96, 128, 129, 200, 256, 257, 300, 256, 300, 256, 300, 256, 300}) {
+      const size_t n = static_cast<size_t>(rows * out);
+      Rows ref(n, NAN), t128(n, NAN), t256(n, NAN), autok(n, NAN);
+      ASSERT_EQ(cuda::dense_bf16_tc(x.data(), rows, dw, 1, ref.data(), false, nullptr,
+                                    in == 640 && rows <= 8 ? DenseTcKernel::kRowGroups
+                                                           : DenseTcKernel::kSharedTileWide),
+                cudaSuccess);
+      const cudaError_t e1 =
+          cuda::dense_bf16_wgmma_ws(xl.data(), rows, dw, t128.data(), false, nullptr, 128);
+      const cudaError_t e2 =
+          cuda::dense_bf16_wgmma_ws(xl.data(), rows, dw, t256.data(), false, nullptr, 256);
+      const cudaError_t e3 =
+          cuda::dense_bf16_wgmma_ws(xlf.data(), rows, dw, autok.data(), false, nullptr);
+      sync();
+      const cudaError_t want = sm90 ? cudaSuccess : cudaErrorNotSupported;
+      ASSERT_EQ(e1, want);
+      ASSERT_EQ(e2, want);
+      ASSERT_EQ(e3, want);
+      if (!sm90) continue;
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_FALSE(std::isnan(ref[i])) << "output " << i << " not written";
+        ASSERT_EQ(float_bits(ref[i]), float_bits(t128[i]))
+            << "128-row tile, in " << in << " rows " << rows << " element " << i;
+        ASSERT_EQ(float_bits(ref[i]), float_bits(t256[i]))
+            << "256-row tile, in " << in << " rows " << rows << " element " << i;
+        ASSERT_EQ(float_bits(ref[i]), float_bits(autok[i]))
+            << "picked tile, in " << in << " rows " << rows << " element " << i;
+      }
+    }
+    if (!sm90) continue;
+    // Rows 100..107 alone against the same rows of a 300-row call.
+    Rows all(static_cast<size_t>(max_rows * out)), part(static_cast<size_t>(8 * out));
+    ASSERT_EQ(cuda::dense_bf16_wgmma_ws(xl.data(), max_rows, dw, all.data(), true, nullptr),
+              cudaSuccess);
+    ASSERT_EQ(cuda::dense_bf16_wgmma_ws(xl.data() + 100 * in, 8, dw, part.data(), true, nullptr),
+              cudaSuccess);
+    sync();
+    for (size_t i = 0; i < part.size(); ++i) {
+      ASSERT_EQ(float_bits(part[i]), float_bits(all[static_cast<size_t>(100 * out) + i]))
+          << "row slice, element " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace di::backend::testing
