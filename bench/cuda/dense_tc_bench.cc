@@ -15,6 +15,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/dense_bf16_wgmma.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/kv_cache_codec.h"
 #include "cuda/bench_util.h"
 #include "cuda/cublaslt_gemm.h"
 #include "tensor/numeric.h"
@@ -64,7 +65,7 @@ Status bench_shape(const char* name,
   DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(max_rows * out)));
   // The warp-specialised head kernel reads x in the k32-logical order (converted per call by the
   // engine from the fp32 hidden state; timed separately below).
-  const bool wspec = groups == 1 && backend::cuda::dense_bf16_ws_supports(ws[0]);
+  const bool wspec = backend::cuda::dense_bf16_ws_supports(ws[0], groups);
   uint16_t* xl = nullptr;
   float* xf = nullptr;
   if (wspec) {
@@ -101,7 +102,20 @@ Status bench_shape(const char* name,
                   name, static_cast<long long>(rows), label, ms, floor_ms, byte_ms, flop_ms,
                   floor_ms / ms, bytes / (ms * 1e-3) / 1e9, flops / (ms * 1e-3) / 1e12);
     }
-    if (!wspec || rows < 64) continue;
+    if (!wspec || rows < 32) continue;
+    // The fp32 -> bf16 conversions alone: the old path's (natural order) and the new one's.
+    for (const bool logical : {false, true}) {
+      DI_ASSIGN_OR_RETURN(
+          double ms, mean_ms(20, [&](int) {
+            return logical ? backend::cuda::f32_to_bf16_k32_logical(xf, rows, cols, xl, nullptr)
+                           : backend::cuda::f32_to_bf16_bits(xf, rows * cols, xl, nullptr);
+          }));
+      const double conv_bytes = 6.0 * rows * cols;
+      std::printf("| %s M=%lld x conversion, %s | %.4f | %.4f (bytes) | %.3f | %.0f | |\n", name,
+                  static_cast<long long>(rows), logical ? "k32-logical" : "natural order", ms,
+                  conv_bytes / f.bytes_per_s * 1e3, conv_bytes / f.bytes_per_s * 1e3 / ms,
+                  conv_bytes / (ms * 1e-3) / 1e9);
+    }
     struct Ws {
       int tile;
       bool convert;
@@ -111,14 +125,15 @@ Status bench_shape(const char* name,
                         Ws{256, false, "warp-specialised, 256 rows"},
                         Ws{0, true, "warp-specialised + fp32 x conversion"}}) {
       const char* label = v.label;
+      if (v.tile == 256 && backend::cuda::dense_bf16_tc_k_parts(ws[0]) > 1) continue;
       DI_ASSIGN_OR_RETURN(double ms, mean_ms(20, [&](int i) {
                             if (v.convert) {
                               const cudaError_t e = backend::cuda::f32_to_bf16_k32_logical(
                                   xf, rows, cols, xl, nullptr);
                               if (e != cudaSuccess) return e;
                             }
-                            return backend::cuda::dense_bf16_wgmma_ws(xl, rows, ws[i % copies], y,
-                                                                      true, nullptr, v.tile);
+                            return backend::cuda::dense_bf16_wgmma_ws(
+                                xl, rows, ws[i % copies], groups, y, true, nullptr, v.tile);
                           }));
       std::printf("| %s M=%lld %s | %.4f | %.4f (bytes %.4f, FLOPs %.4f) | %.3f | %.0f | %.1f |\n",
                   name, static_cast<long long>(rows), label, ms, floor_ms, byte_ms, flop_ms,
@@ -141,7 +156,8 @@ int dense_tc_bench() {
     std::printf("|---|---|---|---|---|---|\n");
     DI_RETURN_IF_ERROR(bench_shape("head 129280x5120", 129280, 5120, 1, f,
                                    {1, 8, 16, 32, 64, 80, 96, 128, 192, 256, 512}));
-    DI_RETURN_IF_ERROR(bench_shape("wo_a 8x1024x4096", 8192, 4096, 8, f));
+    DI_RETURN_IF_ERROR(bench_shape("wo_a 8x1024x4096", 8192, 4096, 8, f,
+                                   {1, 8, 16, 32, 64, 128, 256, 1024, 4096}));
     // The compressor's wkv / wgate (fp32 CUDA-core kernels today: --dense-f32 times them).
     DI_RETURN_IF_ERROR(
         bench_shape("compressor 512x5120", 512, 5120, 1, f, {1, 2, 8, 16, 64, 256, 1024, 4096}));

@@ -448,11 +448,11 @@ struct CudaOps::Impl {
       // normed hidden state), so the conversion is exact; only the fp32 summation order differs
       // from the CPU's.
       DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(static_cast<size_t>(rows * cols)));
-      if (cuda::dense_bf16_ws_applies(rows, dw)) {
-        // The heads at many rows: x converted straight into the kernels' k32-logical order, then
-        // the warp-specialised 256-row tiles (dense_bf16_wgmma_ws.cu; the same bits).
+      if (cuda::dense_bf16_ws_applies(rows, dw, 1)) {
+        // Many rows: x converted straight into the kernels' k32-logical order, then the
+        // warp-specialised TMA tiles (dense_bf16_wgmma_ws.cu; the same bits).
         DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_k32_logical(dx, rows, cols, xb, stream));
-        DI_CUDA_RETURN_IF_ERROR(cuda::dense_bf16_wgmma_ws(xb, rows, dw, dy, round, stream));
+        DI_CUDA_RETURN_IF_ERROR(cuda::dense_bf16_wgmma_ws(xb, rows, dw, 1, dy, round, stream));
         return {};
       }
       DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_bits(dx, rows * cols, xb, stream));

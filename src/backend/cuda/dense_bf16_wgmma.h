@@ -35,18 +35,23 @@ cudaError_t dense_bf16_wgmma(const uint16_t* x,
 // 32-wide chunks, which gives the row-group kernel's small batches four times the warps.
 int dense_bf16_tc_k_parts(const DeviceWeight& w);
 
-// --- The heads at many rows, warp-specialised (dense_bf16_wgmma_ws.cu) ---
-// The same bits as dense_bf16_tc for weights of one K part, from x in the k32-logical order
-// (below): TMA tile loads, 256 rows x 128 features per CTA above kDenseBf16WsMaxRows128 rows, else
-// 128 x 128 (tile_rows 128 or 256 forces one, 0 picks). `linear` takes it from kDenseBf16WsMinRows
-// rows (measured, the head: 0.37 vs 0.59 ms at 96 rows, 0.44 vs 0.41 at 64).
+// --- Many rows, warp-specialised (dense_bf16_wgmma_ws.cu) ---
+// The same bits as dense_bf16_tc (any K parts, groups as dense_bf16_tc_tiled_supports), from x
+// in the k32-logical order (below): TMA tile loads, 128 features x 128 rows per CTA, or 256 rows
+// for weights of one K part (the heads) above kDenseBf16WsMaxRows128 rows (tile_rows 128 or 256
+// forces one, 0 picks). `linear` and `grouped_linear` take it from kDenseBf16WsMinRows rows for
+// the heads (measured: 0.37 vs 0.59 ms at 96 rows, 0.44 vs 0.41 at 64), from
+// kDenseBf16WsMinRowsParts for products of several K parts (wo_a: 0.042 vs 0.063 ms at 256 rows,
+// 0.65 vs 0.97 at 4,096, a tie at 32-128).
 inline constexpr int64_t kDenseBf16WsMinRows = 65;
+inline constexpr int64_t kDenseBf16WsMinRowsParts = 129;
 inline constexpr int64_t kDenseBf16WsMaxRows128 = 128;
-bool dense_bf16_ws_supports(const DeviceWeight& w);  // sm_90, BF16, one K part, K % 64 == 0
-bool dense_bf16_ws_applies(int64_t rows, const DeviceWeight& w);
+bool dense_bf16_ws_supports(const DeviceWeight& w, int groups);  // sm_90, BF16, K % 64 == 0
+bool dense_bf16_ws_applies(int64_t rows, const DeviceWeight& w, int groups);
 cudaError_t dense_bf16_wgmma_ws(const uint16_t* x_logical,
                                 int64_t rows,
                                 const DeviceWeight& w,
+                                int groups,
                                 float* y,
                                 bool round_bf16,
                                 cudaStream_t s,

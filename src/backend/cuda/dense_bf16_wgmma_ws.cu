@@ -87,25 +87,31 @@ __device__ __forceinline__ void wgmma_rows(float (&d)[BT / 2], const uint32_t (&
 }
 #endif
 
-// tx: x in the k32-logical order, bf16 [rows, k]; tw: w bf16 [n_out, k]; y [rows, n_out].
-// k % 64 == 0.
+// tx: x in the k32-logical order, bf16 [rows, x_stride] (the group of output n reads columns
+// (n / group_out) k .. + k); tw: w bf16 [n_out, k]; y [rows, n_out]. k % 64 == 0, k_part % 32 ==
+// 0, group_out % 128 == 0. kParts: more than one K part (a fresh chain per part, the parts added
+// in part order with __fadd_rn, as dense_bf16_wgmma.cu), which takes a second register set: the
+// 128-row tile only.
 // No setmaxnreg: with the producer at 40 registers and the consumers at 232, the 256-row tile
 // gave wrong sums for a few CTAs per call whenever a stage's wgmmas stayed in flight across the
 // loop edge (up to ~2 % of the outputs at 200-300 rows; none with the group drained per stage,
 // none without setmaxnreg; docs/notes/cuda-kernels.md, "Session 25"). The consumers' 128
 // accumulators fit the 168 registers of an even split.
-template <int BT, int ST>
+template <int BT, int ST, bool kParts>
 __global__ void __launch_bounds__(kThreads, 1)
     dense_bf16_ws_kernel(const __grid_constant__ CUtensorMap tx,
                          const __grid_constant__ CUtensorMap tw,
                          int64_t rows,
                          int64_t n_out,
                          int64_t k,
+                         int64_t k_part,
+                         int64_t group_out,
                          float* __restrict__ y,
                          bool round) {
   pdl::enter_dependent_grid();
 #if DI_WGMMA_ENABLED
   using S = WsShape<BT, ST>;
+  static_assert(!kParts || BT == 128, "part sums need a second accumulator set");
   constexpr int R = BT / 2;  // accumulator floats per thread
   constexpr int kConsumerWarps = 8;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -132,11 +138,12 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (wgi == 0) {  // producer: one thread issues every stage's three tile loads
     if (threadIdx.x == 0) {
+      const int xk = static_cast<int>((n0 / group_out) * k);  // the group's first x column
       for (int st = 0; st < stages; ++st) {
         const int slot = st % ST;
         if (st >= ST) mbar::wait(empty(slot), ((st / ST) - 1) & 1);
         mbar::arrive_expect_tx(full(slot), S::kStage);
-        wg::tma_load_2d(x_at(slot), &tx, st * kStageK, m0, full(slot));
+        wg::tma_load_2d(x_at(slot), &tx, xk + st * kStageK, m0, full(slot));
         wg::tma_load_2d(w_at(slot), &tw, st * kStageK, n0, full(slot));
         wg::tma_load_2d(w_at(slot) + S::kWChunk, &tw, st * kStageK + 32, n0, full(slot));
       }
@@ -148,13 +155,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int wrow = (wgi - 1) * 64 + (t / 32) * 16 + g;  // feature row of d[4j + 0/1]; + 8
   // This lane's A fragment bytes in a weight chunk: rows wrow and wrow + 8, k 8q .. 8q + 7.
   const unsigned char* const wlane = base_ptr + wrow * 64 + 16 * q;
-  float acc[R];
+  float acc[R], sum[kParts ? R : 1];
 #pragma unroll
   for (int i = 0; i < R; ++i) acc[i] = 0.0f;
+  bool first_part = true;
+  int64_t part_end = k_part;
 
-    // Each stage's wgmma group stays in flight over the next stage's barrier wait and A loads; its
-    // slot is released (one arrival per warp) once the group after it has been issued and it has
-    // completed.
+  // Each stage's wgmma group stays in flight over the next stage's barrier wait and A loads; its
+  // slot is released (one arrival per warp) once the group after it has been issued and it has
+  // completed. A part's end drains the groups and folds its chain into the sum.
 #pragma unroll 1
   for (int st = 0; st < stages; ++st) {
     const int slot = st % ST;
@@ -169,6 +178,20 @@ __global__ void __launch_bounds__(kThreads, 1)
       wg::wgmma_fence();
       wgmma_rows<BT>(acc, a0, wg::desc_sw128(xb));
       wgmma_rows<BT>(acc, a1, wg::desc_sw128(xb + 32));
+      if constexpr (kParts) {
+        if (static_cast<int64_t>(st) * kStageK + 32 * h + 32 == part_end) {
+          wg::wgmma_commit();
+          wg::wgmma_wait<0>();
+          wg::fence_regs(acc);
+#pragma unroll
+          for (int i = 0; i < R; ++i) {
+            sum[i] = first_part ? acc[i] : __fadd_rn(sum[i], acc[i]);
+            acc[i] = 0.0f;
+          }
+          first_part = false;
+          part_end += k_part;
+        }
+      }
     }
     wg::wgmma_commit();
     wg::wgmma_wait<1>();
@@ -177,77 +200,93 @@ __global__ void __launch_bounds__(kThreads, 1)
   wg::wgmma_wait<0>();
   wg::fence_regs(acc);
 
-  // acc[4j + e]: feature wrow + 8 (e / 2), row 8j + 2q + e % 2.
+  // v[4j + e]: feature wrow + 8 (e / 2), row 8j + 2q + e % 2.
+  auto store = [&](const float(&v)[R]) {
 #pragma unroll
-  for (int j = 0; j < BT / 8; ++j) {
+    for (int j = 0; j < BT / 8; ++j) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int64_t f = n0 + wrow + 8 * (e >> 1), r = m0 + 8 * j + 2 * q + (e & 1);
-      if (f < n_out && r < rows) {
-        y[r * n_out + f] = round ? round_bf16(acc[4 * j + e]) : acc[4 * j + e];
+      for (int e = 0; e < 4; ++e) {
+        const int64_t f = n0 + wrow + 8 * (e >> 1), r = m0 + 8 * j + 2 * q + (e & 1);
+        if (f < n_out && r < rows) {
+          y[r * n_out + f] = round ? round_bf16(v[4 * j + e]) : v[4 * j + e];
+        }
       }
     }
+  };
+  if constexpr (kParts) {
+    store(sum);
+  } else {
+    store(acc);
   }
 #endif
 }
 
-template <int BT, int ST>
+template <int BT, int ST, bool kParts>
 cudaError_t launch(const uint16_t* x_logical,
                    int64_t rows,
                    const DeviceWeight& w,
+                   int groups,
                    float* y,
                    bool round_bf16,
                    cudaStream_t s) {
   using S = WsShape<BT, ST>;
-  const uint64_t K = static_cast<uint64_t>(w.in_features);
+  const uint64_t K = static_cast<uint64_t>(w.in_features), XK = K * static_cast<uint64_t>(groups);
   const uint64_t N = static_cast<uint64_t>(w.out_features), M = static_cast<uint64_t>(rows);
   CUtensorMap tx{}, tw{};
-  cudaError_t e = make_tensor_map_2d(&tx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x_logical, K, M, 2 * K,
-                                     kStageK, BT, CU_TENSOR_MAP_SWIZZLE_128B);
+  cudaError_t e = make_tensor_map_2d(&tx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, x_logical, XK, M,
+                                     2 * XK, kStageK, BT, CU_TENSOR_MAP_SWIZZLE_128B);
   if (e == cudaSuccess) {
     e = make_tensor_map_2d(&tw, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, w.data, K, N, 2 * K, 32, kTileF,
                            CU_TENSOR_MAP_SWIZZLE_NONE);
   }
   if (e != cudaSuccess) return e;
-  auto* kernel = dense_bf16_ws_kernel<BT, ST>;
+  auto* kernel = dense_bf16_ws_kernel<BT, ST, kParts>;
   e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem);
   if (e != cudaSuccess) return e;
   const uint64_t feature_tiles = (N + kTileF - 1) / kTileF;
   if (feature_tiles > 65535) return cudaErrorInvalidValue;  // gridDim.y's limit
   const dim3 grid(static_cast<unsigned>((M + BT - 1) / BT), static_cast<unsigned>(feature_tiles));
   pdl::launch_dependent(kernel, grid, dim3(kThreads), static_cast<size_t>(S::kSmem), s, tx, tw,
-                        rows, w.out_features, w.in_features, y, round_bf16);
+                        rows, w.out_features, w.in_features,
+                        w.in_features / dense_bf16_tc_k_parts(w), w.out_features / groups, y,
+                        round_bf16);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-bool dense_bf16_ws_supports(const DeviceWeight& w) {
-  return w.format == WeightFormat::kBF16 && dense_bf16_tc_k_parts(w) == 1 &&
-         w.in_features % kStageK == 0 && w.in_features <= (int64_t{1} << 31) &&
-         reinterpret_cast<uintptr_t>(w.data) % 16 == 0 && dense_bf16_wgmma_available() &&
-         tensor_maps_available();
+bool dense_bf16_ws_supports(const DeviceWeight& w, int groups) {
+  return w.format == WeightFormat::kBF16 && dense_bf16_tc_tiled_supports(w, groups) &&
+         w.in_features % kStageK == 0 && w.in_features * groups <= (int64_t{1} << 30) &&
+         dense_bf16_wgmma_available() && tensor_maps_available();
 }
 
-bool dense_bf16_ws_applies(int64_t rows, const DeviceWeight& w) {
-  return rows >= kDenseBf16WsMinRows && dense_bf16_ws_supports(w);
+bool dense_bf16_ws_applies(int64_t rows, const DeviceWeight& w, int groups) {
+  const int64_t min_rows =
+      dense_bf16_tc_k_parts(w) == 1 ? kDenseBf16WsMinRows : kDenseBf16WsMinRowsParts;
+  return rows >= min_rows && dense_bf16_ws_supports(w, groups);
 }
 
 cudaError_t dense_bf16_wgmma_ws(const uint16_t* x_logical,
                                 int64_t rows,
                                 const DeviceWeight& w,
+                                int groups,
                                 float* y,
                                 bool round_bf16,
                                 cudaStream_t s,
                                 int tile_rows) {
   if (rows <= 0) return rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
-  if (!dense_bf16_ws_supports(w) || reinterpret_cast<uintptr_t>(x_logical) % 16 != 0 ||
+  if (!dense_bf16_ws_supports(w, groups) || reinterpret_cast<uintptr_t>(x_logical) % 16 != 0 ||
       rows > (int64_t{1} << 31)) {
     return cudaErrorNotSupported;
   }
+  if (dense_bf16_tc_k_parts(w) > 1) {
+    if (tile_rows != 0 && tile_rows != 128) return cudaErrorInvalidValue;
+    return launch<128, 6, true>(x_logical, rows, w, groups, y, round_bf16, s);
+  }
   if (tile_rows == 0) tile_rows = rows > kDenseBf16WsMaxRows128 ? 256 : 128;
-  if (tile_rows == 256) return launch<256, 4>(x_logical, rows, w, y, round_bf16, s);
-  if (tile_rows == 128) return launch<128, 6>(x_logical, rows, w, y, round_bf16, s);
+  if (tile_rows == 256) return launch<256, 4, false>(x_logical, rows, w, groups, y, round_bf16, s);
+  if (tile_rows == 128) return launch<128, 6, false>(x_logical, rows, w, groups, y, round_bf16, s);
   return cudaErrorInvalidValue;
 }
 

@@ -1,8 +1,7 @@
 // x in the k32-logical order of the dense BF16 tensor-path kernels (dense_bf16_wgmma.h): within
 // every 32-wide K chunk, physical k pair c = 4a + 2s + b (k 8a + 4s + 2b and + 1) goes to
 // logical pair 8s + a + 4b, the place where the mma.sync kernels' fragments multiply it (k16
-// step s, lane q = a, register half b). A thread converts one chunk: two 16-byte loads per 8
-// values in, four 16-byte stores out.
+// step s, lane q = a, register half b).
 #include <cstdint>
 
 #include "backend/cuda/dense_bf16_wgmma.h"
@@ -28,44 +27,42 @@ __device__ __forceinline__ uint32_t bits_of(float v) {
   return __float_as_uint(round_bf16(v)) >> 16;
 }
 
+// A block converts 2,048 consecutive values (64 chunks): each thread loads 8 (coalesced 16-byte
+// loads), writes their bf16 bits to their logical places in shared memory, and after the barrier
+// stores 8 consecutive output values (coalesced 16-byte stores). A thread per chunk (eight
+// 16-byte loads 128 bytes apart across the warp) ran at ~2.4 TB/s.
+constexpr int kBlockValues = kThreads * 8;
+
 template <class T>
-__global__ void k32_logical_kernel(const T* __restrict__ x,
-                                   int64_t chunks,
-                                   uint16_t* __restrict__ out) {
+__global__ void k32_logical_kernel(const T* __restrict__ x, int64_t n, uint16_t* __restrict__ out) {
   pdl::enter_dependent_grid();
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (i >= chunks) return;
-  uint32_t v[32];
-  if constexpr (sizeof(T) == 4) {
-    const float4* src = reinterpret_cast<const float4*>(x) + 8 * i;
+  __shared__ __align__(16) uint16_t tile[kBlockValues];
+  const int64_t v0 = static_cast<int64_t>(blockIdx.x) * kBlockValues + 8 * threadIdx.x;
+  if (v0 < n) {  // n % 32 == 0: a thread's 8 values are all in or all out
+    uint32_t v[8];
+    if constexpr (sizeof(T) == 4) {
+      const float4 a = *reinterpret_cast<const float4*>(x + v0);
+      const float4 b = *reinterpret_cast<const float4*>(x + v0 + 4);
+      const float f[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const float4 f = src[j];
-      v[4 * j] = bits_of(f.x);
-      v[4 * j + 1] = bits_of(f.y);
-      v[4 * j + 2] = bits_of(f.z);
-      v[4 * j + 3] = bits_of(f.w);
-    }
-  } else {
-    const uint4* src = reinterpret_cast<const uint4*>(x) + 4 * i;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint4 u = src[j];
+      for (int i = 0; i < 8; ++i) v[i] = bits_of(f[i]);
+    } else {
+      const uint4 u = *reinterpret_cast<const uint4*>(x + v0);
       const uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
-      for (int h = 0; h < 4; ++h) {
-        v[8 * j + 2 * h] = w[h] & 0xffffu;
-        v[8 * j + 2 * h + 1] = w[h] >> 16;
+      for (int i = 0; i < 4; ++i) {
+        v[2 * i] = w[i] & 0xffffu;
+        v[2 * i + 1] = w[i] >> 16;
       }
     }
+    const int chunk = (8 * threadIdx.x) / 32 * 32, e0 = (8 * threadIdx.x) % 32;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) tile[chunk + logical_element(e0 + i)] = static_cast<uint16_t>(v[i]);
   }
-  uint32_t o[16];
-#pragma unroll
-  for (int e = 0; e < 32; e += 2) o[logical_element(e) / 2] = v[e] | v[e + 1] << 16;
-  uint4* dst = reinterpret_cast<uint4*>(out) + 4 * i;
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    dst[j] = make_uint4(o[4 * j], o[4 * j + 1], o[4 * j + 2], o[4 * j + 3]);
+  __syncthreads();
+  if (v0 < n) {
+    *reinterpret_cast<uint4*>(out + v0) = *reinterpret_cast<const uint4*>(tile + 8 * threadIdx.x);
+  }
 }
 
 template <class T>
@@ -74,11 +71,11 @@ cudaError_t launch(const T* x, int64_t rows, int64_t k, uint16_t* out, cudaStrea
       reinterpret_cast<uintptr_t>(out) % 16 != 0) {
     return cudaErrorInvalidValue;
   }
-  const int64_t chunks = rows * (k / 32);
-  if (chunks == 0) return cudaSuccess;
+  const int64_t n = rows * k;
+  if (n == 0) return cudaSuccess;
   pdl::launch_dependent(k32_logical_kernel<T>,
-                        dim3(static_cast<unsigned>((chunks + kThreads - 1) / kThreads)),
-                        dim3(kThreads), 0, s, x, chunks, out);
+                        dim3(static_cast<unsigned>((n + kBlockValues - 1) / kBlockValues)),
+                        dim3(kThreads), 0, s, x, n, out);
   return cudaGetLastError();
 }
 

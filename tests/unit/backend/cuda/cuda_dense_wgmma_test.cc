@@ -145,7 +145,7 @@ TEST_F(CudaDenseWgmmaTest, WarpSpecialisedHeadMatchesSharedTileBitwise) {
     const cuda::DeviceWeight dw{WeightFormat::kBF16, out, in,
                                 reinterpret_cast<const uint8_t*>(wd.data()), nullptr};
     ASSERT_EQ(cuda::dense_bf16_tc_k_parts(dw), 1);
-    ASSERT_EQ(cuda::dense_bf16_ws_supports(dw), sm90);
+    ASSERT_EQ(cuda::dense_bf16_ws_supports(dw, 1), sm90);
     const int64_t max_rows = 300;
     const std::vector<uint16_t> xh =
         wide_range_bf16(static_cast<size_t>(max_rows * in), in, 6, seed++);
@@ -167,11 +167,11 @@ TEST_F(CudaDenseWgmmaTest, WarpSpecialisedHeadMatchesSharedTileBitwise) {
                                                            : DenseTcKernel::kSharedTileWide),
                 cudaSuccess);
       const cudaError_t e1 =
-          cuda::dense_bf16_wgmma_ws(xl.data(), rows, dw, t128.data(), false, nullptr, 128);
+          cuda::dense_bf16_wgmma_ws(xl.data(), rows, dw, 1, t128.data(), false, nullptr, 128);
       const cudaError_t e2 =
-          cuda::dense_bf16_wgmma_ws(xl.data(), rows, dw, t256.data(), false, nullptr, 256);
+          cuda::dense_bf16_wgmma_ws(xl.data(), rows, dw, 1, t256.data(), false, nullptr, 256);
       const cudaError_t e3 =
-          cuda::dense_bf16_wgmma_ws(xlf.data(), rows, dw, autok.data(), false, nullptr);
+          cuda::dense_bf16_wgmma_ws(xlf.data(), rows, dw, 1, autok.data(), false, nullptr);
       sync();
       const cudaError_t want = sm90 ? cudaSuccess : cudaErrorNotSupported;
       ASSERT_EQ(e1, want);
@@ -191,14 +191,63 @@ TEST_F(CudaDenseWgmmaTest, WarpSpecialisedHeadMatchesSharedTileBitwise) {
     if (!sm90) continue;
     // Rows 100..107 alone against the same rows of a 300-row call.
     Rows all(static_cast<size_t>(max_rows * out)), part(static_cast<size_t>(8 * out));
-    ASSERT_EQ(cuda::dense_bf16_wgmma_ws(xl.data(), max_rows, dw, all.data(), true, nullptr),
+    ASSERT_EQ(cuda::dense_bf16_wgmma_ws(xl.data(), max_rows, dw, 1, all.data(), true, nullptr),
               cudaSuccess);
-    ASSERT_EQ(cuda::dense_bf16_wgmma_ws(xl.data() + 100 * in, 8, dw, part.data(), true, nullptr),
+    ASSERT_EQ(cuda::dense_bf16_wgmma_ws(xl.data() + 100 * in, 8, dw, 1, part.data(), true, nullptr),
               cudaSuccess);
     sync();
     for (size_t i = 0; i < part.size(); ++i) {
       ASSERT_EQ(float_bits(part[i]), float_bits(all[static_cast<size_t>(100 * out) + i]))
           << "row slice, element " << i;
+    }
+  }
+}
+
+// The warp-specialised kernel for products of several K parts (parts ending mid-stage) and
+// grouped x (wo_a's shape class), on the 128-row tile: the row-group kernel's bits at 1..300 rows,
+// with a partial feature tile and a partial row tile; the 256-row tile is refused there.
+TEST_F(CudaDenseWgmmaTest, WarpSpecialisedPartsAndGroupsMatchRowGroupsBitwise) {
+  using cuda::DenseTcKernel;
+  struct Shape {
+    int64_t out, in;
+    int groups;
+  };
+  const bool sm90 = cuda::dense_bf16_wgmma_available();
+  uint32_t seed = 131;
+  for (const Shape& sh : {Shape{1024 + 40, 384, 1}, Shape{512, 5120, 1}, Shape{8 * 256, 640, 8},
+                          Shape{4 * 128, 320, 4}}) {
+    const std::vector<uint16_t> wh =
+        wide_range_bf16(static_cast<size_t>(sh.out * sh.in), sh.in, 20, seed++);
+    ManagedVector<uint16_t> wd(wh.begin(), wh.end());
+    const cuda::DeviceWeight dw{WeightFormat::kBF16, sh.out, sh.in,
+                                reinterpret_cast<const uint8_t*>(wd.data()), nullptr};
+    ASSERT_GT(cuda::dense_bf16_tc_k_parts(dw), 1);
+    ASSERT_EQ(cuda::dense_bf16_ws_supports(dw, sh.groups), sm90);
+    const int64_t max_rows = 300, cols = sh.groups * sh.in;
+    const std::vector<uint16_t> xh =
+        wide_range_bf16(static_cast<size_t>(max_rows * cols), cols, 40, seed++);
+    ManagedVector<uint16_t> x(xh.begin(), xh.end()), xl(xh.size());
+    ASSERT_EQ(cuda::bf16_to_k32_logical(x.data(), max_rows, cols, xl.data(), nullptr), cudaSuccess);
+    for (const int64_t rows : {1, 8, 64, 65, 100, 128, 129, 300, 300}) {
+      const size_t n = static_cast<size_t>(rows * sh.out);
+      Rows ref(n, NAN), ws(n, NAN), wide(n, NAN);
+      ASSERT_EQ(cuda::dense_bf16_tc(x.data(), rows, dw, sh.groups, ref.data(), true, nullptr,
+                                    DenseTcKernel::kRowGroups),
+                cudaSuccess);
+      const cudaError_t e1 =
+          cuda::dense_bf16_wgmma_ws(xl.data(), rows, dw, sh.groups, ws.data(), true, nullptr);
+      const cudaError_t e2 = cuda::dense_bf16_wgmma_ws(xl.data(), rows, dw, sh.groups, wide.data(),
+                                                       true, nullptr, 256);
+      sync();
+      ASSERT_EQ(e1, sm90 ? cudaSuccess : cudaErrorNotSupported);
+      ASSERT_EQ(e2, sm90 ? cudaErrorInvalidValue : cudaErrorNotSupported);
+      if (!sm90) continue;
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_FALSE(std::isnan(ref[i])) << "output " << i << " not written";
+        ASSERT_EQ(float_bits(ref[i]), float_bits(ws[i]))
+            << "out " << sh.out << " in " << sh.in << " groups " << sh.groups << " rows " << rows
+            << " element " << i << ": " << ref[i] << " vs " << ws[i];
+      }
     }
   }
 }
