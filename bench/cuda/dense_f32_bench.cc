@@ -12,7 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "backend/cuda/hc_mix_rows.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/kv_cache_codec.h"
 #include "cuda/bench_util.h"
 #include "cuda/cublaslt_gemm.h"
 #include "cuda/fp32_peak.h"
@@ -94,7 +96,26 @@ Status bench_shape(const Shape& s, const Floors& f) {
   DI_ASSIGN_OR_RETURN(float* x, buf.upload(pattern(static_cast<size_t>(max_rows * cols), 2, 1)));
   DI_ASSIGN_OR_RETURN(float* y, buf.alloc<float>(static_cast<size_t>(max_rows * s.out)));
   const double welem = s.format == WeightFormat::kBF16 ? 2.0 : 4.0;
-  for (int64_t rows : {1, 8, 16, 32, 64, 256, 1024, 4096}) {
+  // The lane tiles of hc_mix_rows (what `linear` takes for few outputs from 65 rows) read the
+  // weights as fp32: widened copies, rotated like the originals.
+  const bool lane_tiles =
+      s.groups == 1 && backend::cuda::hc_mix_rows_supports(static_cast<int>(s.out));
+  std::vector<float*> wf;
+  if (lane_tiles) {
+    for (const DeviceWeight& w : ws) {
+      DI_ASSIGN_OR_RETURN(float* d, buf.alloc<float>(static_cast<size_t>(s.out * s.in)));
+      if (s.format == WeightFormat::kBF16) {
+        DI_CUDA_RETURN_IF_ERROR(backend::cuda::bf16_bits_to_f32(
+            reinterpret_cast<const uint16_t*>(w.data), s.out * s.in, d, nullptr));
+      } else {
+        DI_CUDA_RETURN_IF_ERROR(cudaMemcpy(d, w.data,
+                                           sizeof(float) * static_cast<size_t>(s.out * s.in),
+                                           cudaMemcpyDeviceToDevice));
+      }
+      wf.push_back(d);
+    }
+  }
+  for (int64_t rows : {1, 8, 16, 32, 64, 65, 128, 256, 1024, 4096}) {
     const double bytes = welem * s.out * s.in + 4.0 * rows * cols + 4.0 * rows * s.out;
     const double flops = 2.0 * rows * s.out * s.in;
     const double byte_ms = bytes / f.bytes_per_s * 1e3, flop_ms = flops / f.mul_add_flops * 1e3;
@@ -120,6 +141,26 @@ Status bench_shape(const Shape& s, const Floors& f) {
         s.name, static_cast<long long>(rows), old_ms, old, tiled_ms[0], tiled_ms[1], tiled_ms[2],
         tiled_ms[3], tiled_ms[4], floor_ms, byte_ms, flop_ms, floor_ms / tiled_ms[0],
         flops / (tiled_ms[0] * 1e-3) / 1e12, old_ms / tiled_ms[0]);
+    if (lane_tiles && rows >= 64) {
+      DI_ASSIGN_OR_RETURN(const double lane_ms, mean_event_ms(iters, [&](int i) {
+                            return backend::cuda::hc_mix_rows(x, rows, s.in, wf[i % copies],
+                                                              static_cast<int>(s.out), y, nullptr,
+                                                              true, nullptr);
+                          }));
+      // `linear` took dense_staged up to 8,192 outputs x rows before (else dense_tiled).
+      double staged_ms = 0;
+      if (rows * s.out <= 8192 && backend::cuda::dense_staged_applies(rows, ws[0])) {
+        DI_ASSIGN_OR_RETURN(staged_ms, mean_event_ms(iters, [&](int i) {
+                              return backend::cuda::dense_staged(x, rows, ws[i % copies], y, true,
+                                                                 nullptr);
+                            }));
+      }
+      std::printf(
+          "| %s | %lld | lane tiles (hc_mix_rows) %.4f ms; staged %.4f ms | | | %.4f | %.3f | "
+          "%.2f | |\n",
+          s.name, static_cast<long long>(rows), lane_ms, staged_ms, floor_ms, floor_ms / lane_ms,
+          flops / (lane_ms * 1e-3) / 1e12);
+    }
   }
   return {};
 }
@@ -142,6 +183,8 @@ int dense_f32_bench() {
     const Shape shapes[] = {
         {"compressor wkv/wgate bf16 512x5120", WeightFormat::kBF16, 512, 5120, 1},
         {"indexer weights_proj bf16 32x5120", WeightFormat::kBF16, 32, 5120, 1},
+        {"router bf16 16x5120", WeightFormat::kBF16, 16, 5120, 1},
+        {"indexer weights_proj bf16 64x5120", WeightFormat::kBF16, 64, 5120, 1},
         {"indexer wk bf16 128x512", WeightFormat::kBF16, 128, 512, 1},
         {"hc_mixes fn f32 24x20480", WeightFormat::kF32, 24, 20480, 1},
         {"wo_a grouped bf16 8x1024x4096", WeightFormat::kBF16, 8192, 4096, 8},

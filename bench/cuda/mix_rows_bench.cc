@@ -41,7 +41,7 @@ Status mix_rows(int64_t rows, const Floors& f) {
     for (int v = 0; v < 2; ++v) {
       auto launch = [&](int, cudaStream_t s) {
         return v == 0 ? hc_mix_rows_previous(x, rows, hc_dim, fn, mix, raw, ss, s)
-                      : backend::cuda::hc_mix_rows(x, rows, hc_dim, fn, mix, raw, ss, s);
+                      : backend::cuda::hc_mix_rows(x, rows, hc_dim, fn, mix, raw, ss, false, s);
       };
       DI_CUDA_RETURN_IF_ERROR(cudaMemset(raw, 0, sizeof(float) * rows * mix));
       DI_CUDA_RETURN_IF_ERROR(cudaMemset(ss, 0, sizeof(float) * rows));

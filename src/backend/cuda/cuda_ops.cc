@@ -335,7 +335,7 @@ void CudaOps::hc_mixes(ConstRowsView x,
       sum_squares = ss;
       DI_CUDA_RETURN_IF_ERROR(cuda::hc_mix_rows(x.data, x.rows, x.cols,
                                                 reinterpret_cast<const float*>(dfn.data), mix, raw,
-                                                sum_squares, m.stream));
+                                                sum_squares, /*round_out=*/false, m.stream));
     } else if (x.rows <= 64 && fit) {
       DI_ASSIGN_OR_RETURN(cuda::DeviceWeight dfn, m.weight(fn_w));
       DI_CUDA_RETURN_IF_ERROR(cuda::hc_mix_products(x.data, x.rows, x.cols,

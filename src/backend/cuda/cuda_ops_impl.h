@@ -22,6 +22,7 @@
 #include "backend/cuda/dense_bf16_wgmma.h"
 #include "backend/cuda/device_arena.h"
 #include "backend/cuda/gemm_bf16_decode.h"
+#include "backend/cuda/hc_mix_rows.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/kv_cache_codec.h"
 #include "backend/cuda/op_profiler.h"
@@ -34,6 +35,11 @@ namespace cuda_ops_detail {
 // 4): on the exact path it beat the previous decode kernel at every measured shape up to 64 rows;
 // the tensor-core path (about 37 us at 5120 x 5120 for 1-16 rows) is faster from 4 rows on.
 inline constexpr int64_t kSkinnyRowsExact = 64;
+// BF16/F32 products of fewer than 96 outputs take the lane tiles of hc_mix_rows from these rows
+// and outputs x rows (measured: 32 x 5120 at 64 rows 24 vs 36 us for dense_staged; 16 x 5120 at
+// 65 rows 23 vs 18, at 128 rows 23 vs 36).
+inline constexpr int64_t kLaneTileMinRows = 65;
+inline constexpr int64_t kLaneTileMinOutputRows = 2048;
 
 inline size_t weight_data_bytes(const WeightView& w) {
   const int64_t n = w.out_features * w.in_features;
@@ -86,6 +92,9 @@ struct CudaOps::Impl {
   // wgmma_bf16_permute), cached apart from `weights`: an op that reads the original layout gets
   // its own upload (none does today for a weight that goes through `linear`).
   std::unordered_map<const uint8_t*, cuda_ops_detail::CachedWeight> wgmma_weights;
+  // BF16 weights widened to fp32 for the lane-tiled products (widened_weight), keyed by their
+  // cached upload's device address (a changed weight is uploaded to a new one).
+  std::unordered_map<const uint8_t*, const float*> widened_weights;
   // Per MoE layer (keyed by its first expert's w1 bytes): device arrays of the experts' device
   // weight pointers, w1/w3/w2 data then scale, built once.
   std::unordered_map<const uint8_t*, const uint8_t* const*> expert_tables;
@@ -355,47 +364,13 @@ struct CudaOps::Impl {
     return d.data;
   }
 
+  // Derived device forms of a weight, built once and cached (cuda_ops_weights.cc).
+  // A BF16 or F32 weight as fp32 (the upload itself for F32; BF16 widened once from its cached
+  // upload `dw`, exactly): the lane-tiled products read fp32 rows.
+  Expected<const float*> widened_weight(const WeightView& w, const cuda::DeviceWeight& dw);
   // The weight in the bf16 wgmma kernel's layout, uploaded once: rows go through scratch in chunks
   // and are permuted on the device, so the original layout never takes persistent memory.
-  Expected<cuda::DeviceWeight> wgmma_weight(const WeightView& w) {
-    const size_t data_bytes = cuda_ops_detail::weight_data_bytes(w),
-                 scale_bytes = cuda_ops_detail::weight_scale_bytes(w);
-    const uint64_t print = cuda_ops_detail::fingerprint(w.data, data_bytes) ^
-                           cuda_ops_detail::fingerprint(w.scale, scale_bytes) ^
-                           (static_cast<uint64_t>(w.out_features) << 20) ^
-                           static_cast<uint64_t>(w.in_features);
-    auto it = wgmma_weights.find(w.data);
-    if (it != wgmma_weights.end() && it->second.print == print) return it->second.dev;
-    DI_RETURN_IF_ERROR(interrupt_capture());  // the copies below are not captured
-    DI_RETURN_IF_ERROR(join_side());          // and the chunks below go through the main scratch
-    if (profiler) {
-      DI_RETURN_IF_ERROR(profiler->begin("weight_upload", stream));
-    }
-    const int64_t N = w.out_features, K = w.in_features;
-    DI_ASSIGN_OR_RETURN(void* data, arena->alloc_persistent(
-                                        static_cast<size_t>(cuda::wgmma_bf16_layout_bytes(N, K))));
-    auto* out = static_cast<uint8_t*>(data);
-    // Chunks of whole 16-row groups, about 16 MiB each.
-    const int64_t chunk = std::max<int64_t>(16, (int64_t{16} << 20) / K / 16 * 16);
-    for (int64_t r0 = 0; r0 < N; r0 += chunk) {
-      const int64_t n = std::min(chunk, N - r0);
-      const size_t mark = arena->scratch_mark();
-      DI_ASSIGN_OR_RETURN(uint8_t * src, scratch<uint8_t>(static_cast<size_t>(n * K)));
-      DI_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(src, w.data + r0 * K, static_cast<size_t>(n * K),
-                                              cudaMemcpyHostToDevice, stream));
-      DI_CUDA_RETURN_IF_ERROR(cuda::wgmma_bf16_permute(src, n, K, out + r0 * K, stream));
-      // The next chunk's copy reuses the scratch after this permute on the same stream.
-      arena->scratch_reset(mark);
-    }
-    DI_ASSIGN_OR_RETURN(void* scale, arena->alloc_persistent(scale_bytes));
-    DI_RETURN_IF_ERROR(upload_persistent(scale, w.scale, scale_bytes));
-    const cuda::DeviceWeight d{w.format, N, K, out, static_cast<const uint8_t*>(scale)};
-    wgmma_weights[w.data] = {print, d};
-    if (profiler) {
-      DI_RETURN_IF_ERROR(profiler->end(stream));
-    }
-    return d;
-  }
+  Expected<cuda::DeviceWeight> wgmma_weight(const WeightView& w);
 
   // Whether linear_pair takes one act_quant and one decode launch for w0 and w1: the tensor
   // path, both FP8 weights of the same K on the decode kernel (checked without uploading).
@@ -467,6 +442,18 @@ struct CudaOps::Impl {
       // between them eight threads per output (dense_gemm). Many rows x outputs (or a long K):
       // the register-tiled GEMM (dense_tiled_applies). Same bits from all four.
       const bool aligned = reinterpret_cast<uintptr_t>(dx) % 16 == 0 && cols % 4 == 0;
+      if (rows >= cuda_ops_detail::kLaneTileMinRows &&
+          rows * dw.out_features >= cuda_ops_detail::kLaneTileMinOutputRows &&
+          cuda::hc_mix_rows_supports(
+              static_cast<int>(std::min<int64_t>(dw.out_features, 1 << 20)))) {
+        // Few outputs at many rows (the indexer's weights_proj, the router): the register-tiled
+        // lane chains of the mix products (hc_mix_rows.cu, the same bits) over the weight widened
+        // to fp32 once. Measured: docs/benchmarks.md, session 25.
+        DI_ASSIGN_OR_RETURN(const float* wf, widened_weight(w, dw));
+        DI_CUDA_RETURN_IF_ERROR(cuda::hc_mix_rows(
+            dx, rows, cols, wf, static_cast<int>(dw.out_features), dy, nullptr, round, stream));
+        return {};
+      }
       if (aligned && dw.out_features >= 16384 && cuda::dense_gemv_applies(rows, dw)) {
         DI_CUDA_RETURN_IF_ERROR(cuda::dense_gemv(dx, rows, dw, 1, dy, round, stream));
       } else if (aligned && dw.out_features >= 128 && dw.out_features < 2048 &&

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backend/cuda/device_numeric.cuh"
 #include "backend/cuda/grid_dependency.cuh"
 #include "backend/cuda/hc_mix_rows.h"
 #include "backend/cuda/lane_chain.cuh"
@@ -151,6 +152,7 @@ __global__ void __launch_bounds__(T::kThreads) hc_mix_rows_kernel(const float* x
                                                                   int mix,
                                                                   float* raw,
                                                                   float* sum_squares,
+                                                                  bool round_out,
                                                                   bool vec) {
   constexpr int RT = T::kRT, OT = T::kOT, RG = T::kRG;
   extern __shared__ float4 smem4[];
@@ -159,7 +161,8 @@ __global__ void __launch_bounds__(T::kThreads) hc_mix_rows_kernel(const float* x
   const int f0 = static_cast<int>(blockIdx.y) * T::kFnOutputs;  // the block's first fn output
   const int nf = min(T::kFnOutputs, mix - f0);                  // ... and how many it has
   const bool squares = og == T::kFnGroups;
-  const bool active = squares ? blockIdx.y == 0 : og * OT < nf;
+  const bool with_squares = sum_squares != nullptr;
+  const bool active = squares ? blockIdx.y == 0 && with_squares : og * OT < nf;
   const int64_t r0 = int64_t{blockIdx.x} * T::kRows;
   const int64_t full = hc_dim / 8 * 8;
   const float* fn_rows = fn + static_cast<int64_t>(f0) * hc_dim;
@@ -219,7 +222,7 @@ __global__ void __launch_bounds__(T::kThreads) hc_mix_rows_kernel(const float* x
   for (int p = t; p < T::kRows * kSlots; p += T::kThreads) {
     const int row = p / kSlots, slot = p % kSlots;
     const bool is_squares = slot == T::kFnOutputs;
-    if (r0 + row >= rows || (is_squares ? blockIdx.y != 0 : slot >= nf)) continue;
+    if (r0 + row >= rows || (is_squares ? blockIdx.y != 0 || !with_squares : slot >= nf)) continue;
     const float* xr = x + (r0 + row) * hc_dim;
     const float* wr = is_squares ? xr : fn_rows + static_cast<int64_t>(slot) * hc_dim;
     float s = combine_lanes(lanes + p * 8);
@@ -227,7 +230,7 @@ __global__ void __launch_bounds__(T::kThreads) hc_mix_rows_kernel(const float* x
     if (is_squares) {
       sum_squares[r0 + row] = s;
     } else {
-      raw[(r0 + row) * mix + f0 + slot] = s;
+      raw[(r0 + row) * mix + f0 + slot] = round_out ? round_bf16(s) : s;
     }
   }
 }
@@ -240,6 +243,7 @@ cudaError_t launch(const float* x,
                    int mix,
                    float* raw,
                    float* sum_squares,
+                   bool round_out,
                    cudaStream_t s) {
   const bool vec = hc_dim % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(fn) % 16 == 0;
@@ -254,7 +258,7 @@ cudaError_t launch(const float* x,
   const dim3 grid(static_cast<unsigned>(row_blocks),
                   static_cast<unsigned>((mix + T::kFnOutputs - 1) / T::kFnOutputs));
   e = pdl::launch_dependent(hc_mix_rows_kernel<T>, grid, dim3(T::kThreads), bytes, s, x, rows,
-                            hc_dim, fn, mix, raw, sum_squares, vec);
+                            hc_dim, fn, mix, raw, sum_squares, round_out, vec);
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -271,6 +275,7 @@ cudaError_t hc_mix_rows(const float* x,
                         int mix,
                         float* raw,
                         float* sum_squares,
+                        bool round_out,
                         cudaStream_t s) {
   if (rows == 0) return cudaSuccess;
   if (!hc_mix_rows_supports(mix)) return cudaErrorInvalidValue;
@@ -278,12 +283,12 @@ cudaError_t hc_mix_rows(const float* x,
   // row x 2 outputs (4-row blocks, two output halves: 256 rows make 128 blocks of 7 warps) and
   // 512-value chunks, a quarter as many load round trips per block.
   if (rows >= 2048) {
-    return launch<Tile<4, 4, 4, 6, 128>>(x, rows, hc_dim, fn, mix, raw, sum_squares, s);
+    return launch<Tile<4, 4, 4, 6, 128>>(x, rows, hc_dim, fn, mix, raw, sum_squares, round_out, s);
   }
   if (rows >= 1024) {
-    return launch<Tile<2, 4, 4, 6, 128>>(x, rows, hc_dim, fn, mix, raw, sum_squares, s);
+    return launch<Tile<2, 4, 4, 6, 128>>(x, rows, hc_dim, fn, mix, raw, sum_squares, round_out, s);
   }
-  return launch<Tile<1, 2, 4, 6, 512>>(x, rows, hc_dim, fn, mix, raw, sum_squares, s);
+  return launch<Tile<1, 2, 4, 6, 512>>(x, rows, hc_dim, fn, mix, raw, sum_squares, round_out, s);
 }
 
 }  // namespace di::backend::cuda

@@ -45,9 +45,9 @@ TEST_F(CudaOpsTest, HcMixRowsEqualDotF32Bitwise) {
     const Rows x = random_rows(static_cast<size_t>(k.rows * hc_dim), 81);
     const Rows fn = random_rows(static_cast<size_t>(mix * hc_dim), 82, 0.05f);
     Rows raw(static_cast<size_t>(k.rows * mix), -1.0f), ss(static_cast<size_t>(k.rows), -1.0f);
-    ASSERT_EQ(
-        cuda::hc_mix_rows(x.data(), k.rows, hc_dim, fn.data(), mix, raw.data(), ss.data(), nullptr),
-        cudaSuccess);
+    ASSERT_EQ(cuda::hc_mix_rows(x.data(), k.rows, hc_dim, fn.data(), mix, raw.data(), ss.data(),
+                                false, nullptr),
+              cudaSuccess);
     sync();
     size_t differ = 0;
     for (int64_t r = 0; r < k.rows; ++r) {
@@ -60,6 +60,38 @@ TEST_F(CudaOpsTest, HcMixRowsEqualDotF32Bitwise) {
       differ += std::memcmp(&want, &ss[static_cast<size_t>(r)], 4) != 0;
     }
     EXPECT_EQ(differ, 0u) << "hc " << k.hc << " rows " << k.rows << " dim " << k.dim;
+  }
+}
+
+// The form `linear` takes for dense products of few outputs at many rows (the indexer's
+// weights_proj, the router): no sums of squares, outputs rounded to bf16 or not, the weights
+// bf16-valued (widened), against the CPU order bitwise.
+TEST_F(CudaOpsTest, HcMixRowsAsDenseProductEqualsDotF32Bitwise) {
+  struct Case {
+    int outputs;
+    int64_t rows, k;
+  };
+  for (const Case& c : {Case{32, 65, 5120}, Case{32, 256, 5120}, Case{16, 300, 5120},
+                        Case{64, 1030, 2048}, Case{32, 4100, 640}, Case{95, 200, 100}}) {
+    const Rows x = random_rows(static_cast<size_t>(c.rows * c.k), 91);
+    Rows w = random_rows(static_cast<size_t>(c.outputs * c.k), 92, 0.05f);
+    for (float& v : w) v = round_bf16(v);
+    for (const bool round : {false, true}) {
+      Rows y(static_cast<size_t>(c.rows * c.outputs), -1.0f);
+      ASSERT_EQ(cuda::hc_mix_rows(x.data(), c.rows, c.k, w.data(), c.outputs, y.data(), nullptr,
+                                  round, nullptr),
+                cudaSuccess);
+      sync();
+      size_t differ = 0;
+      for (int64_t r = 0; r < c.rows; ++r) {
+        for (int o = 0; o < c.outputs; ++o) {
+          float want = dot_f32_order(x.data() + r * c.k, w.data() + o * c.k, c.k);
+          if (round) want = round_bf16(want);
+          differ += std::memcmp(&want, &y[static_cast<size_t>(r * c.outputs + o)], 4) != 0;
+        }
+      }
+      EXPECT_EQ(differ, 0u) << "outputs " << c.outputs << " rows " << c.rows << " round " << round;
+    }
   }
 }
 
