@@ -1,20 +1,20 @@
-// The head (129,280 x 5,120 bf16) at many rows on wgmma, warp-specialised: the bits of
-// dense_bf16_wgmma.cu and dense_bf16_tc.cu's kernels for weights of one K part (the heads), with
-// 256 rows per CTA so that the weights are read once per call (docs/notes/cuda-kernels.md,
-// "Session 25").
+// Dense BF16 products at many rows on wgmma, warp-specialised (the head from 65 rows, wo_a and
+// the compressor from 129): the bits of dense_bf16_wgmma.cu and dense_bf16_tc.cu's kernels, with
+// 256 rows per CTA for the heads so that their weights are read once per call
+// (docs/notes/cuda-kernels.md, "Session 25").
 //
 // dense_bf16_wgmma.cu's 128 x 128 tile re-reads x per 128 features and the weights per 128 rows
-// (~5.3 GB from L2 at 256 rows) and builds its B tile with 4-byte cp.async pieces (x in the
-// mma.sync chain's logical K order). Here x arrives already in that order (k32_logical_order.cu
-// writes it while converting to bf16), so a TMA producer warp loads whole tiles: x as
-// [BT rows][64 k] with the 128-byte swizzle (wgmma's B), the weights as two [128 features][32 k]
-// chunks without swizzle (the shared-tile kernels' layout, loaded into registers as wgmma's A
-// exactly as there). Each k16 step therefore multiplies the products of the matching mma.sync
-// step, position for position, in one chain over all of K.
+// (~5.3 GB from L2 for the head at 256 rows) and builds its B tile with 4-byte cp.async pieces
+// (x in the mma.sync chain's logical K order). Here x arrives already in that order
+// (k32_logical_order.cu writes it while converting to bf16), so a TMA producer warp loads whole
+// tiles: x as [BT rows][64 k] with the 128-byte swizzle (wgmma's B), the weights as two
+// [128 features][32 k] chunks without swizzle (the shared-tile kernels' layout, loaded into
+// registers as wgmma's A exactly as there). Each k16 step therefore multiplies the products of
+// the matching mma.sync step, position for position, in a fresh chain per K part.
 //
-// A CTA is a producer warpgroup and two consumer warpgroups of 64 features each; with BT = 256 a
+// A CTA is a producer warpgroup and two consumer warpgroups of 64 features each. With BT = 256 a
 // consumer's accumulators are 128 floats a thread, which leaves no room for a second (part-sum)
-// set: hence one K part only.
+// set: the 256-row tile takes weights of one K part (the heads) only.
 #include <cuda.h>
 
 #include <cstdint>
