@@ -168,20 +168,7 @@ void CudaOps::grouped_linear(
         if (m.gemm != CudaGemm::kExact && cuda::dense_bf16_tc_supports(dw, groups)) {
           // The tensor and fp8 paths: bf16 MMAs for every M (dense_bf16_tc.cu); x is bf16 in the
           // reference (the attention output), so the conversion is exact.
-          const int64_t n = x.rows * x.cols;
-          DI_ASSIGN_OR_RETURN(uint16_t * xb, m.scratch<uint16_t>(static_cast<size_t>(n)));
-          if (cuda::dense_bf16_ws_applies(x.rows, dw, groups)) {
-            // Many rows: the warp-specialised TMA tiles from x in their k32-logical order.
-            DI_CUDA_RETURN_IF_ERROR(
-                cuda::f32_to_bf16_k32_logical(x.data, x.rows, x.cols, xb, m.stream));
-            DI_CUDA_RETURN_IF_ERROR(
-                cuda::dense_bf16_wgmma_ws(xb, x.rows, dw, groups, y.data, round_bf16, m.stream));
-            return {};
-          }
-          DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_bits(x.data, n, xb, m.stream));
-          DI_CUDA_RETURN_IF_ERROR(
-              cuda::dense_bf16_tc(xb, x.rows, dw, groups, y.data, round_bf16, m.stream));
-          return {};
+          return m.dense_bf16_tensor(x.data, x.rows, x.cols, dw, groups, y.data, round_bf16);
         }
         // Like `linear`: a thread per output only when there are enough outputs to keep bytes in
         // flight, the register-tiled GEMM for many rows, else eight threads per output.

@@ -399,6 +399,28 @@ struct CudaOps::Impl {
     return {};
   }
 
+  // The tensor and fp8 paths' BF16 products (dense_bf16_tc's kernel family, the same bits for
+  // every M) from fp32 x [rows, cols] that is bf16-valued: converted into scratch in the order the
+  // picked kernel reads, the k32-logical one for the warp-specialised TMA tiles at many rows
+  // (dense_bf16_wgmma_ws.cu), the natural one for the others.
+  Status dense_bf16_tensor(const float* dx,
+                           int64_t rows,
+                           int64_t cols,
+                           const cuda::DeviceWeight& dw,
+                           int groups,
+                           float* dy,
+                           bool round) {
+    DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(static_cast<size_t>(rows * cols)));
+    if (cuda::dense_bf16_ws_applies(rows, dw, groups)) {
+      DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_k32_logical(dx, rows, cols, xb, stream));
+      DI_CUDA_RETURN_IF_ERROR(cuda::dense_bf16_wgmma_ws(xb, rows, dw, groups, dy, round, stream));
+      return {};
+    }
+    DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_bits(dx, rows * cols, xb, stream));
+    DI_CUDA_RETURN_IF_ERROR(cuda::dense_bf16_tc(xb, rows, dw, groups, dy, round, stream));
+    return {};
+  }
+
   // y = x . w on device buffers (x [rows, cols], y [rows, w.out_features]), enqueued only.
   Status linear(
       const float* dx, int64_t rows, int64_t cols, const WeightView& w, float* dy, bool round) {
@@ -422,17 +444,7 @@ struct CudaOps::Impl {
       // every M (dense_bf16_tc.cu), on the tensor and fp8 paths. x is bf16 in the reference (the
       // normed hidden state), so the conversion is exact; only the fp32 summation order differs
       // from the CPU's.
-      DI_ASSIGN_OR_RETURN(uint16_t * xb, scratch<uint16_t>(static_cast<size_t>(rows * cols)));
-      if (cuda::dense_bf16_ws_applies(rows, dw, 1)) {
-        // Many rows: x converted straight into the kernels' k32-logical order, then the
-        // warp-specialised TMA tiles (dense_bf16_wgmma_ws.cu; the same bits).
-        DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_k32_logical(dx, rows, cols, xb, stream));
-        DI_CUDA_RETURN_IF_ERROR(cuda::dense_bf16_wgmma_ws(xb, rows, dw, 1, dy, round, stream));
-        return {};
-      }
-      DI_CUDA_RETURN_IF_ERROR(cuda::f32_to_bf16_bits(dx, rows * cols, xb, stream));
-      DI_CUDA_RETURN_IF_ERROR(cuda::dense_bf16_tc(xb, rows, dw, 1, dy, round, stream));
-      return {};
+      return dense_bf16_tensor(dx, rows, cols, dw, 1, dy, round);
     }
     if (w.format != WeightFormat::kFP8 && w.format != WeightFormat::kFP4) {
       // Few rows: from 16K outputs a thread per output (the tiled GEMV) keeps enough bytes in
