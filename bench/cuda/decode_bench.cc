@@ -474,12 +474,13 @@ Status run_moe_bench(int mode, int variant) {
     for (int v = 0; v < backend::cuda::kMoeTcVariants; ++v) all.push_back(v);
   }
   if (mode != 4) DI_RETURN_IF_ERROR(bench_moe({1, 8, 64, 256, 4096}, 5, bw, flops, all));
-  // Many rows per expert (the wgmma kernels, variants 6-8, against the 32-row mma.sync variant 2):
-  // one timed graph of 20 launches each.
+  // Many rows per expert (the wgmma kernels, variants 6-8 and 12, against the 32-row mma.sync
+  // variant 2): one timed graph of 20 launches each.
   std::printf(
       "\n| kernel | tokens | us | floor us | floor/time | notes |\n|---|---|---|---|---|---|\n");
   for (const int E : {16, 384}) {
-    DI_RETURN_IF_ERROR(bench_moe({256, 1024, 4096, 16384}, 1, bw, flops, {2, 6, 7, 8}, E, false));
+    DI_RETURN_IF_ERROR(
+        bench_moe({256, 1024, 4096, 16384}, 1, bw, flops, {2, 6, 12, 7, 8}, E, false));
   }
   return {};
 }

@@ -64,8 +64,9 @@ int moe_routed_pick(int64_t tokens, int topk, int num_experts);
 // Tensor-core variants (moe_grouped_tc.cu), all bitwise equal: 0-5 the tile kernels (8/16/32 rows
 // per unit, 4 or 8 warps), 6-8 wgmma, 9 = 3 with the deep ring, 10 = 3 with the decode product
 // (moe_tc_decode.cuh; the pick at single-group units), 11 = 10 with the up product's K split
-// over two warp groups (slower: kept for its tests and profiles).
-inline constexpr int kMoeTcVariants = 12;
+// over two warp groups (slower: kept for its tests and profiles), 12 = 6 with two converted
+// weight stages in its ring instead of four.
+inline constexpr int kMoeTcVariants = 13;
 int moe_routed_tc_pick(int64_t tokens, int topk, int num_experts);
 
 // Whether the shapes are supported (dim and inter multiples of 128, topk <= 16, experts <= 1024).

@@ -408,6 +408,8 @@ cudaError_t moe_routed_tc(const MoeRoutedArgs& a, void* scratch, cudaStream_t st
       return launch_tc<1, 1, 1, 1>(a, s, st);
     case 11:  // 10 with the up product's K split over two warp groups
       return launch_tc<1, 1, 2, 1>(a, s, st);
+    case 12:  // 6 with two converted B stages in its ring (6 before session 26)
+      return launch_wg(a, s, 3, st);
     default:
       return cudaErrorInvalidValue;
   }

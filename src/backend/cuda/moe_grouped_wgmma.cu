@@ -18,7 +18,6 @@ namespace {
 
 using moe_wg::Item;
 using moe_wg::kCols;
-using moe_wg::Smem;
 
 struct WgArgs {
   moe::Plan p;
@@ -103,17 +102,19 @@ __device__ __forceinline__ void down_epilogue(const WgArgs& a,
 // kMats 1: the down GEMM (w2, rows are the unit's slots).
 // kSets: the consumers' block-sum sets (moe_wgmma_pipe.cuh); with 2 the consumers take 232
 // registers and the producer 40, with 1 every thread has 168.
-template <int kMats, bool kFold, int kSets>
+// kBSt: the converted B stages in the ring (moe_wgmma_pipe.cuh's Smem).
+template <int kMats, bool kFold, int kSets, int kBSt>
 __global__ void __launch_bounds__(moe_wg::kThreads, 1) moe_wg_kernel(WgArgs a) {
 #if DI_WGMMA_ENABLED
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = mbar::smem_u32(smem_raw);
   const uint32_t sb = (raw + 1023) & ~1023u;
   unsigned char* const sm = smem_raw + (sb - raw);
+  using Smem = moe_wg::Smem<kBSt>;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < 2; ++s) {
-      mbar::init(sb + Smem::kBarOff + 8 * s, 128);            // full: the producer's threads
-      mbar::init(sb + Smem::kBarOff + 8 * (2 + s), 2 * 128);  // empty: both consumers' threads
+    for (int s = 0; s < kBSt; ++s) {
+      mbar::init(sb + Smem::kBarOff + 8 * s, 128);               // full: the producer's threads
+      mbar::init(sb + Smem::kBarOff + 8 * (kBSt + s), 2 * 128);  // empty: both consumers' threads
     }
     mbar::init_fence();
   }
@@ -134,8 +135,8 @@ __global__ void __launch_bounds__(moe_wg::kThreads, 1) moe_wg_kernel(WgArgs a) {
       const Item it = item_of(i);
       const bool w3 = kMats == 2 && threadIdx.x >= 64;  // (a select: no local-memory index)
       const ExpertMatrices& mat = w3 ? a.m[1] : a.m[0];
-      moe_wg::produce<kMats, kFold, kSets == 1>(it, nst, a.K, mat.data[it.expert],
-                                                mat.scale[it.expert], sm, sb, gs);
+      moe_wg::produce<kMats, kFold, kSets == 1, kBSt>(it, nst, a.K, mat.data[it.expert],
+                                                      mat.scale[it.expert], sm, sb, gs);
     }
     return;
   }
@@ -147,7 +148,7 @@ __global__ void __launch_bounds__(moe_wg::kThreads, 1) moe_wg_kernel(WgArgs a) {
     const int tl = min(64 * (wgi - 1) + t / 2, it.rows - 1);  // the row this thread copies
     const int64_t src = kMats == 2 ? __ldcg(a.p.row_of + it.slot0 + tl) : it.slot0 + tl;
     float acc[64];
-    moe_wg::consume<kSets>(nst, a.K, a.q, a.q_scale, src, sm, sb, wgi - 1, gs, acc);
+    moe_wg::consume<kSets, kBSt>(nst, a.K, a.q, a.q_scale, src, sm, sb, wgi - 1, gs, acc);
     if constexpr (kMats == 2) {
       up_epilogue(a, it, tt0, acc);
     } else {
@@ -157,9 +158,10 @@ __global__ void __launch_bounds__(moe_wg::kThreads, 1) moe_wg_kernel(WgArgs a) {
 #endif
 }
 
-template <int kMats, bool kFold, int kSets>
+template <int kMats, bool kFold, int kSets, int kBSt>
 cudaError_t launch(const WgArgs& a, int64_t max_items, cudaStream_t st) {
-  auto* kernel = moe_wg_kernel<kMats, kFold, kSets>;
+  using Smem = moe_wg::Smem<kBSt>;
+  auto* kernel = moe_wg_kernel<kMats, kFold, kSets, kBSt>;
   int device = 0, sms = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
@@ -173,13 +175,17 @@ cudaError_t launch(const WgArgs& a, int64_t max_items, cudaStream_t st) {
 
 template <int kMats>
 cudaError_t launch_mode(int mode, const WgArgs& a, int64_t max_items, cudaStream_t st) {
+  // The pick (0) keeps four converted B stages in flight: 1 % faster than two at 1K-16K tokens
+  // (docs/benchmarks.md, session 26); 3 is that two-stage ring, for comparison.
   switch (mode) {
     case 0:
-      return launch<kMats, true, 1>(a, max_items, st);
+      return launch<kMats, true, 1, 4>(a, max_items, st);
     case 1:
-      return launch<kMats, false, 1>(a, max_items, st);
+      return launch<kMats, false, 1, 2>(a, max_items, st);
     case 2:
-      return launch<kMats, true, 2>(a, max_items, st);
+      return launch<kMats, true, 2, 2>(a, max_items, st);
+    case 3:
+      return launch<kMats, true, 1, 2>(a, max_items, st);
     default:
       return cudaErrorInvalidValue;
   }

@@ -40,25 +40,30 @@ constexpr int kRows = 128;     // tokens per tile: two consumer warpgroups of 64
 constexpr int kCols = 128;     // B columns per tile
 constexpr int kStageK = 128;   // K per stage: four 32-blocks
 constexpr int kThreads = 384;  // producer warpgroup, then the two consumers
-constexpr int kRawStages = 4;  // the producer's ring of raw weight stages
-constexpr int kQStages = 5;    // each consumer's ring of activation stages
 constexpr int kRawRow = 80;    // raw weight bytes per column and stage (64 + 16: no conflicts)
 constexpr uint8_t kFoldLo = 104, kFoldHi = 128;  // ue8m0 bytes of 2^-23 and 2^1
 
-// Shared memory, from a 1024-byte aligned base (the swizzle needs it).
+// Shared memory, from a 1024-byte aligned base (the swizzle needs it). kBSt converted B stages
+// (the producer runs up to kBSt - 1 stages ahead of the slower consumer); the raw and activation
+// rings shrink to make room for deeper B rings.
+template <int kBSt>
 struct Smem {
+  static constexpr int kBStages = kBSt;
+  static constexpr int kRawStages = kBSt == 2 ? 4 : 3;                // raw weight stages
+  static constexpr int kQStages = kBSt == 2 ? 5 : kBSt == 3 ? 4 : 3;  // per consumer
   static constexpr int kB = 2 * kCols * 128;     // B stage: two [128 columns][64 k] f16 sub-tiles
   static constexpr int kBScale = 4 * kCols * 4;  // its weight scales * 2^14, [block][column]
   static constexpr int kRaw = kCols * kRawRow + kCols * 4;  // nibbles, then 4 scale bytes each
   static constexpr int kQ = 64 * 128 + 64 * 16;  // 64 tokens x 128 k e4m3, then 4 scales each
-  static constexpr int kBScaleOff = 2 * kB;
-  static constexpr int kRawOff = kBScaleOff + 2 * kBScale;
+  static constexpr int kBScaleOff = kBSt * kB;
+  static constexpr int kRawOff = kBScaleOff + kBSt * kBScale;
   static constexpr int kQOff = kRawOff + kRawStages * kRaw;
   static constexpr int kFlagOff = kQOff + 2 * kQStages * kQ;
-  static constexpr int kBarOff = kFlagOff + 16;  // full[2], empty[2]
-  static constexpr int kBytes = kBarOff + 32 + 1024;
+  static constexpr int kBarOff = kFlagOff + 16;  // full[kBSt], empty[kBSt]
+  static constexpr int kBytes = kBarOff + 16 * kBSt + 1024;
+  static_assert(kBSt >= 2 && kBSt <= 4, "fold flags: 4 slots");
+  static_assert(kBytes <= 227 * 1024, "shared memory per block");
 };
-static_assert(Smem::kBytes <= 227 * 1024, "shared memory per block");
 
 // One item: a plan unit's rows (up to 128) x one column tile.
 struct Item {
@@ -121,7 +126,7 @@ __device__ __forceinline__ void convert_block(
 // through a cp.async ring (each thread reads only what it copied: no barrier), then per stage
 // waits for the B slot to be released and writes the converted stage. gs counts stages over the
 // CTA's items (the slot and mbarrier phase).
-template <int kMats, bool kFold, bool kWide>
+template <int kMats, bool kFold, bool kWide, int kBSt>
 __device__ __forceinline__ void produce(const Item& it,
                                         int nst,
                                         int64_t K,
@@ -134,8 +139,10 @@ __device__ __forceinline__ void produce(const Item& it,
   const int64_t f = kMats == 2 ? int64_t{it.tile} * 64 + n % 64 : int64_t{it.tile} * kCols + n;
   const uint8_t* wr = w + f * (K / 2);
   const uint8_t* sr = ws + f * (K / 32);
+  using Sm = Smem<kBSt>;
+  constexpr int kRawStages = Sm::kRawStages;
   auto load = [&](int s) {
-    const uint32_t dst = sb + Smem::kRawOff + (s % kRawStages) * Smem::kRaw;
+    const uint32_t dst = sb + Sm::kRawOff + (s % kRawStages) * Sm::kRaw;
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       moe_tc::cp_async16(dst + n * kRawRow + 16 * j, wr + s * 64 + 16 * j);
@@ -152,7 +159,7 @@ __device__ __forceinline__ void produce(const Item& it,
     if (s + kRawStages - 1 < nst) load(s + kRawStages - 1);
     moe_tc::cp_commit();
     moe_tc::cp_wait<kRawStages - 1>();
-    const unsigned char* raw = sm + Smem::kRawOff + (s % kRawStages) * Smem::kRaw;
+    const unsigned char* raw = sm + Sm::kRawOff + (s % kRawStages) * Sm::kRaw;
     const uint32_t sc = *reinterpret_cast<const uint32_t*>(raw + kCols * kRawRow + n * 4);
     bool fold = false;
     if constexpr (kFold) {
@@ -164,10 +171,10 @@ __device__ __forceinline__ void produce(const Item& it,
       }
       fold = wg_all(1, ok);
     }
-    const int slot = gs % 2;
-    if (gs >= 2) mbar::wait(sb + Smem::kBarOff + 8 * (2 + slot), ((gs / 2) - 1) & 1);
-    unsigned char* const row = row0 + slot * Smem::kB;
-    float* const bsc = reinterpret_cast<float*>(sm + Smem::kBScaleOff + slot * Smem::kBScale);
+    const int slot = gs % kBSt;
+    if (gs >= kBSt) mbar::wait(sb + Sm::kBarOff + 8 * (kBSt + slot), ((gs / kBSt) - 1) & 1);
+    unsigned char* const row = row0 + slot * Sm::kB;
+    float* const bsc = reinterpret_cast<float*>(sm + Sm::kBScaleOff + slot * Sm::kBScale);
     // kWide (168 registers, one block-sum set per consumer): the four blocks' loads and
     // conversions interleaved; else one block at a time (the producer then has 40 registers).
 #pragma unroll(kWide ? 4 : 1)
@@ -183,9 +190,9 @@ __device__ __forceinline__ void produce(const Item& it,
         convert_block<false>(v, 0, r, blk, sw);
       }
     }
-    if (n == 0) *reinterpret_cast<int*>(sm + Smem::kFlagOff + 4 * slot) = fold;
+    if (n == 0) *reinterpret_cast<int*>(sm + Sm::kFlagOff + 4 * slot) = fold;
     wg::fence_proxy_async();  // the generic-proxy writes before wgmma's async-proxy reads
-    mbar::arrive(sb + Smem::kBarOff + 8 * slot);
+    mbar::arrive(sb + Sm::kBarOff + 8 * slot);
   }
   moe_tc::cp_wait<0>();
 }
@@ -284,7 +291,7 @@ __device__ __forceinline__ void consume_stage(const unsigned char* qs,
 // row `src` of q, e4m3 bytes in MMA order) into its ring, half of the row's chunks each (16-byte
 // chunk c of row r stored at c ^ 2 (r % 4), so a half warp's 8-byte fragment loads hit distinct
 // banks); the fragments become f16 (exactly) in registers.
-template <int kSets>
+template <int kSets, int kBSt>
 __device__ __forceinline__ void consume(int nst,
                                         int64_t K,
                                         const uint8_t* q,
@@ -296,11 +303,13 @@ __device__ __forceinline__ void consume(int nst,
                                         int& gs,
                                         float (&acc)[64]) {
   const int t = threadIdx.x % 128, lr = t / 2, half = t % 2;
-  const int qoff = Smem::kQOff + wgi * kQStages * Smem::kQ;
+  using Sm = Smem<kBSt>;
+  constexpr int kQStages = Sm::kQStages;
+  const int qoff = Sm::kQOff + wgi * kQStages * Sm::kQ;
   const uint8_t* qrow = q + src * K;
   const float* srow = q_scale + src * (K / 32);
   auto load = [&](int s) {
-    const uint32_t dst = sb + qoff + (s % kQStages) * Smem::kQ;
+    const uint32_t dst = sb + qoff + (s % kQStages) * Sm::kQ;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int c = half * 4 + i;
@@ -323,13 +332,13 @@ __device__ __forceinline__ void consume(int nst,
                        128);  // stage s landed for the warpgroup; stage s - 1's slot is free
     if (s + kQStages - 1 < nst) load(s + kQStages - 1);
     moe_tc::cp_commit();
-    const int slot = gs % 2;
-    mbar::wait(sb + Smem::kBarOff + 8 * slot, (gs / 2) & 1);
-    const unsigned char* qs = sm + qoff + (s % kQStages) * Smem::kQ;
-    const uint32_t bb = sb + slot * Smem::kB;
-    const float* bsc = reinterpret_cast<const float*>(sm + Smem::kBScaleOff + slot * Smem::kBScale);
-    const uint32_t empty_bar = sb + Smem::kBarOff + 8 * (2 + slot);
-    if (*reinterpret_cast<const volatile int*>(sm + Smem::kFlagOff + 4 * slot)) {
+    const int slot = gs % kBSt;
+    mbar::wait(sb + Sm::kBarOff + 8 * slot, (gs / kBSt) & 1);
+    const unsigned char* qs = sm + qoff + (s % kQStages) * Sm::kQ;
+    const uint32_t bb = sb + slot * Sm::kB;
+    const float* bsc = reinterpret_cast<const float*>(sm + Sm::kBScaleOff + slot * Sm::kBScale);
+    const uint32_t empty_bar = sb + Sm::kBarOff + 8 * (kBSt + slot);
+    if (*reinterpret_cast<const volatile int*>(sm + Sm::kFlagOff + 4 * slot)) {
       consume_stage<true, kSets>(qs, bb, bsc, empty_bar, acc, s0, s1);
     } else {
       consume_stage<false, kSets>(qs, bb, bsc, empty_bar, acc, s0, s1);
