@@ -1,14 +1,17 @@
 // cuda_kernels_bench --sample-rows: the sampling kernel (backend/cuda/sample_rows.cu) at the V4.1
-// vocabulary for batch 1, 8, 64 and 256 and four modes (temperature 0.8 alone, with top-k 50 and
-// top-p 0.95, with top-p 0.9 alone, with min-p 0.05), each kernel variant (1 or 2 rows per SM).
-// Logits are normal with sd 3 (fp32) and rotate through copies larger than 4x the L2, so every
-// launch reads them from HBM; the "L2-hot" column re-reads one copy (the decode step's case: the
-// LM head has just written them). Floor = the logits' bytes / copy bandwidth measured here (1 GiB
-// D2D cudaMemcpyAsync, read + write). "same" says both variants drew the same tokens.
+// vocabulary for batch 1, 8, 64 and 256 and five modes (temperature 0.8 alone, with top-k 50 and
+// top-p 0.95, with top-p 0.9 alone, with min-p 0.05; top-p 0.95 alone on flat rows, which
+// overflow the short list), with the team size CudaOps picks (sample_ranks) and with one CTA
+// per row (1 or 2 rows per SM). Logits are normal with sd 3 (flat: 0.3; fp32) and rotate through
+// copies larger than 4x the L2, so every launch reads them from HBM; the "L2-hot" column re-reads
+// one copy (the decode step's case: the LM head has just written them). Floor = the logits'
+// bytes / copy bandwidth measured here (1 GiB D2D cudaMemcpyAsync, read + write). "same" says
+// every launch drew the same tokens.
 #include "cuda/sample_bench.h"
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -31,6 +34,7 @@ struct Mode {
   const char* name;
   int32_t top_k;
   float top_p, min_p;
+  float sd;
 };
 
 Expected<std::vector<int32_t>> tokens(const int32_t* d, int64_t rows) {
@@ -40,11 +44,16 @@ Expected<std::vector<int32_t>> tokens(const int32_t* d, int64_t rows) {
   return h;
 }
 
-Status bench_batch(int64_t rows, const Mode* modes, int n_modes, double bw) {
+Status bench_batch(int64_t rows,
+                   const Mode* modes,
+                   int n_modes,
+                   float sd,
+                   double bw,
+                   const backend::cuda::SampleLimits& limits) {
   DeviceBuffers buf;
   const size_t count = static_cast<size_t>(rows * kVocab);
   std::vector<float> host = random_floats(count, static_cast<uint32_t>(rows));
-  for (float& v : host) v *= 3.0f;
+  for (float& v : host) v *= sd;
   const size_t copies = std::max<size_t>(2, kRotateBytes / (sizeof(float) * count) + 1);
   std::vector<float*> x;
   for (size_t c = 0; c < copies; ++c) {
@@ -55,6 +64,7 @@ Status bench_batch(int64_t rows, const Mode* modes, int n_modes, double bw) {
   const double floor_us = sizeof(float) * static_cast<double>(count) / bw * 1e6;
   const int iters = rows >= 64 ? 20 : 100;
   for (int m = 0; m < n_modes; ++m) {
+    if (modes[m].sd != sd) continue;
     std::vector<ks::RowParams> params(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) {
       ks::RowParams& p = params[static_cast<size_t>(r)];
@@ -67,12 +77,15 @@ Status bench_batch(int64_t rows, const Mode* modes, int n_modes, double bw) {
     DI_ASSIGN_OR_RETURN(ks::RowParams * dp, buf.upload(params));
     backend::cuda::SampleRowsDevice a;
     a.params = dp;
-    double us[2] = {0, 0};
-    std::vector<int32_t> drawn[2];
-    for (int v = 0; v < 2; ++v) {
+    backend::cuda::SampleLaunch team;
+    team.ranks = backend::cuda::sample_ranks(rows, limits);
+    const backend::cuda::SampleLaunch hows[3] = {team, {1, 1}, {1, 2}};
+    double us[3] = {0, 0, 0};
+    std::vector<int32_t> drawn[3];
+    for (int v = 0; v < 3; ++v) {
       auto launch = [&](int i) {
         return backend::cuda::sample_rows(x[static_cast<size_t>(i) % copies], rows, kVocab, a, out,
-                                          nullptr, v + 1);
+                                          nullptr, hows[v]);
       };
       DI_ASSIGN_OR_RETURN(double ms, mean_event_ms(iters, launch));
       us[v] = ms * 1e3;
@@ -80,12 +93,14 @@ Status bench_batch(int64_t rows, const Mode* modes, int n_modes, double bw) {
       DI_ASSIGN_OR_RETURN(drawn[v], tokens(out, rows));
     }
     DI_ASSIGN_OR_RETURN(double hot_ms, mean_event_ms(iters, [&](int) {
-                          return backend::cuda::sample_rows(x[0], rows, kVocab, a, out, nullptr);
+                          return backend::cuda::sample_rows(x[0], rows, kVocab, a, out, nullptr,
+                                                            team);
                         }));
-    const double best = us[0] < us[1] ? us[0] : us[1];
-    std::printf("| %s | %lld | %.1f | %.1f | %.1f | %.2f | %.4f | %s |\n", modes[m].name,
-                static_cast<long long>(rows), us[0], us[1], hot_ms * 1e3, floor_us, floor_us / best,
-                drawn[0] == drawn[1] ? "same" : "DIFFER");
+    const double best = std::min({us[0], us[1], us[2]});
+    std::printf("| %s | %lld | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.4f | %s |\n",
+                modes[m].name, static_cast<long long>(rows), team.ranks, us[0], us[1], us[2],
+                hot_ms * 1e3, floor_us, floor_us / best,
+                drawn[0] == drawn[1] && drawn[0] == drawn[2] ? "same" : "DIFFER");
   }
   return {};
 }
@@ -94,17 +109,25 @@ Status bench_batch(int64_t rows, const Mode* modes, int n_modes, double bw) {
 
 Status run_sample_bench() {
   DI_ASSIGN_OR_RETURN(double bw, measure_copy_bytes_per_s());
-  std::printf("sample_rows at vocab %lld: copy %.0f GB/s; us per launch (mean of 20-100)\n\n",
-              static_cast<long long>(kVocab), bw / 1e9);
+  backend::cuda::SampleLimits limits;
+  DI_CUDA_RETURN_IF_ERROR(backend::cuda::sample_limits(&limits));
   std::printf(
-      "| mode (T=0.8) | batch | us 1 row/SM | us 2 rows/SM | us L2-hot (auto) | floor us | "
-      "floor/best | tokens |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
-  const Mode modes[] = {{"temperature only", 0, 1.0f, 0.0f},
-                        {"top_k=50 top_p=0.95", 50, 0.95f, 0.0f},
-                        {"top_p=0.9", 0, 0.9f, 0.0f},
-                        {"min_p=0.05", 0, 1.0f, 0.05f}};
-  for (int64_t rows : {1, 8, 64, 256}) DI_RETURN_IF_ERROR(bench_batch(rows, modes, 4, bw));
+      "sample_rows at vocab %lld: copy %.0f GB/s; %d SMs; teams of 2/4/8/16 resident at "
+      "once: %d/%d/%d/%d; us per launch (mean of 20-100)\n\n",
+      static_cast<long long>(kVocab), bw / 1e9, limits.sms, limits.max_teams[1],
+      limits.max_teams[2], limits.max_teams[3], limits.max_teams[4]);
+  std::printf(
+      "| mode (T=0.8) | batch | team | us team | us 1 CTA, 1 row/SM | us 1 CTA, 2 rows/SM | "
+      "us L2-hot (team) | floor us | floor/best | tokens |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  const Mode modes[] = {{"temperature only", 0, 1.0f, 0.0f, 3.0f},
+                        {"top_k=50 top_p=0.95", 50, 0.95f, 0.0f, 3.0f},
+                        {"top_p=0.9", 0, 0.9f, 0.0f, 3.0f},
+                        {"min_p=0.05", 0, 1.0f, 0.05f, 3.0f},
+                        {"top_p=0.95, flat rows (sd 0.3)", 0, 0.95f, 0.0f, 0.3f}};
+  for (int64_t rows : {1, 8, 64, 256}) {
+    for (float sd : {3.0f, 0.3f}) DI_RETURN_IF_ERROR(bench_batch(rows, modes, 5, sd, bw, limits));
+  }
   return {};
 }
 

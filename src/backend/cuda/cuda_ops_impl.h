@@ -26,6 +26,7 @@
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/kv_cache_codec.h"
 #include "backend/cuda/op_profiler.h"
+#include "backend/cuda/sample_rows.h"
 
 namespace di::backend {
 
@@ -99,6 +100,8 @@ struct CudaOps::Impl {
   // weight pointers, w1/w3/w2 data then scale, built once.
   std::unordered_map<const uint8_t*, const uint8_t* const*> expert_tables;
   CudaGemm gemm = CudaGemm::kExact;
+  // The device's room for sampling teams (cuda_ops_sample.cc), queried at the first sample_rows.
+  std::optional<cuda::SampleLimits> sample_limits;
   Status error;
   uint64_t host_syncs = 0;
   double host_wait_seconds = 0;

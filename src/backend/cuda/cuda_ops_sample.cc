@@ -1,5 +1,6 @@
 // CudaOps::sample_rows: the rows' parameters, penalty and bias lists and allowed-token masks go up
-// (host-known sizes), one kernel draws every row into backend memory.
+// (host-known sizes), one kernel draws every row into backend memory, a team of CTAs per row as
+// large as the batch leaves room for.
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/cuda_ops_impl.h"
 #include "backend/cuda/sample_rows.h"
@@ -31,7 +32,14 @@ void CudaOps::sample_rows_to(RowsView x, const kernels::sample::RowsArgs& a, int
     if (nm > 0) {
       DI_ASSIGN_OR_RETURN(d.masks, m.upload(a.masks, nm));
     }
-    DI_CUDA_RETURN_IF_ERROR(cuda::sample_rows(x.data, x.rows, x.cols, d, out, m.stream));
+    if (!m.sample_limits) {
+      cuda::SampleLimits limits;
+      DI_CUDA_RETURN_IF_ERROR(cuda::sample_limits(&limits));
+      m.sample_limits = limits;
+    }
+    cuda::SampleLaunch how;
+    how.ranks = cuda::sample_ranks(x.rows, *m.sample_limits);
+    DI_CUDA_RETURN_IF_ERROR(cuda::sample_rows(x.data, x.rows, x.cols, d, out, m.stream, how));
     return {};
   });
 }

@@ -2,9 +2,11 @@
 // and the race on the list) and its whole-row fallback, against CpuOps at the vocabulary width:
 // k at the edges (1, 50, vocabulary - 1, vocabulary), ties at the top-k boundary, a top wider
 // than the list (the fallback), top-p alone, min-p, temperature only, greedy rows among sampled
-// ones, masks, penalties and bias; both kernel variants (1 and 2 rows per SM) through the raw
-// launcher; and every row drawn alone equals the same row drawn in the batch.
+// ones, masks, penalties and bias; both kernel variants (1 and 2 rows per SM) and every team
+// size (2-16 CTAs per row, a cluster) through the raw launcher; and every row drawn alone equals
+// the same row drawn in the batch.
 #include <algorithm>
+#include <cstring>
 #include <random>
 
 #include "backend/cuda/sample_rows.h"
@@ -116,23 +118,32 @@ TEST_F(CudaOpsTest, SampleRowsShortListMatchesCpu) {
   sync();
   EXPECT_EQ(got, want);
 
-  // Both kernel variants through the raw launcher.
+  // Both kernel variants and every team size through the raw launcher.
   const auto params = managed(b.params);
   const auto pt = managed(b.penalty_tokens), pc = managed(b.penalty_counts);
   const auto bt = managed(b.bias_tokens);
   const auto bv = managed(b.bias_values);
   const auto masks = managed(b.masks);
   cuda::SampleRowsDevice d{params.data(), pt.data(), pc.data(), bt.data(), bv.data(), masks.data()};
-  for (int variant : {1, 2}) {
+  const cuda::SampleLaunch launches[] = {{1, 1}, {1, 2}, {2, 0}, {4, 0}, {8, 0}, {16, 0}};
+  for (const cuda::SampleLaunch& how : launches) {
     Rows x = b.x;
     ManagedVector<int32_t> out(static_cast<size_t>(rows), -2);
-    ASSERT_EQ(cuda::sample_rows(x.data(), rows, kVocab, d, out.data(), nullptr, variant),
-              cudaSuccess);
+    ASSERT_EQ(cuda::sample_rows(x.data(), rows, kVocab, d, out.data(), nullptr, how), cudaSuccess);
     sync();
-    EXPECT_EQ(std::vector<int32_t>(out.begin(), out.end()), want) << "variant " << variant;
+    EXPECT_EQ(std::vector<int32_t>(out.begin(), out.end()), want)
+        << "ranks " << how.ranks << ", rows per SM " << how.rows_per_sm;
+    // The processed logits too (penalties and bias, applied by the team's ranks); masks are
+    // applied on reading only.
+    for (int64_t r = 0; r < rows; ++r) {
+      if (b.params[static_cast<size_t>(r)].mask >= 0) continue;
+      EXPECT_EQ(
+          0, std::memcmp(x.data() + r * kVocab, cpu_x.data() + r * kVocab, sizeof(float) * kVocab))
+          << "ranks " << how.ranks << ", row " << r;
+    }
   }
 
-  // Each row alone (its own launch, one CTA) draws what it drew in the batch.
+  // Each row alone (its own launch: the largest team) draws what it drew in the batch.
   const ks::RowsArgs all = b.args();
   for (int64_t r = 0; r < rows; ++r) {
     Rows x(b.x.begin() + r * kVocab, b.x.begin() + (r + 1) * kVocab);
