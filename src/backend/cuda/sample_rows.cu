@@ -3,8 +3,10 @@
 // the row (sample_team.cuh). Processors in place, the max (pass 1), then, when a top-k or top-p
 // cut applies, candidate buckets below the max (pass 2) and a copy of the tokens at or above the
 // crossing bucket into shared memory (pass 3, gathered in rank 0); the exact radix cuts and the
-// Gumbel race then run on that short list in rank 0. Rows whose list would overflow (huge k,
-// flat rows, many ties) take the whole-row radix cuts and race, over the whole team.
+// Gumbel race then run on that short list in rank 0. Under top-p alone a list that would
+// overflow (flat rows) shrinks to the crossing bucket's tokens, which fix the cut; the race then
+// runs over the row. Other rows whose list would overflow (huge k, many ties) take the
+// whole-row radix cuts and race, over the whole team.
 // Every quantity compared is exact or computed by sample_math.h's IEEE-exact operations
 // (-fmad=false), and every reduction breaks ties by index, so the token is bitwise the host
 // sampler's (kernels/ref/sample_row.h).
@@ -209,9 +211,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const Bucketer bucket{!use_k, ks::order_key(mx), mx, 64.0f / p.temperature};
     unsigned long long total = 0;
     const double target = use_k ? static_cast<double>(p.top_k) : static_cast<double>(p.top_p);
-    const int crossing = bucket_crossing(src, bucket, !use_k, wf, target, total, team, sh);
-    if (crossing >= 0) {
-      const int n = compact(src, bucket, crossing, team, sh);
+    const Crossing crossing = bucket_crossing(src, bucket, !use_k, wf, target, total, team, sh);
+    if (crossing.index >= 0) {
+      int n = compact(src, bucket, 0, crossing.index, team, sh);
       if (n <= kCap) {
         if (team.rank != 0) return;  // rank 0 holds the list; no one reads this rank any more
         const Team<1> alone;
@@ -220,6 +222,29 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         const int64_t token = race(list, cut, p, mx, first_max, cols, alone, sh);
         if (threadIdx.x == 0) out[r] = static_cast<int32_t>(token < cols ? token : first_max);
         return;
+      }
+      if (!use_k) {
+        // Top-p alone with more tokens above the cut than the list holds (flat rows): the cut
+        // lies in the crossing bucket and every token of the buckets before it is kept, so the
+        // exact cut needs only that bucket's tokens, after the mass of the buckets before it.
+        // The race then runs over the whole row.
+        n = compact(src, bucket, crossing.index, crossing.index, team, sh);
+        if (n <= kCap) {
+          if (team.rank == 0) {
+            const CandSrc list{sh.u.cand.v, sh.u.cand.i, n};
+            const double goal = static_cast<double>(p.top_p) * static_cast<double>(total);
+            const uint32_t cut =
+                radix_cut(list, 0, true, wf, goal, false, Team<1>{}, sh, crossing.above);
+            if (threadIdx.x == 0) sh.part[kSlotCut].u = cut;
+          }
+          team.sync();
+          const uint32_t cut = static_cast<uint32_t>(team.of(&sh.part[kSlotCut], 0)->u);
+          const int64_t token = race(src, cut, p, mx, first_max, cols, team, sh);
+          if (team.rank == 0 && threadIdx.x == 0) {
+            out[r] = static_cast<int32_t>(token < cols ? token : first_max);
+          }
+          return;
+        }
       }
     }
   }

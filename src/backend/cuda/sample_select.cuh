@@ -270,9 +270,10 @@ struct Weigher {
 };
 
 // The key at which the mass (count, or weight when `weighted`) of the finite tokens with
-// key >= lo, accumulated from the largest key down, first reaches `target` (target_is_share:
-// target * the total of those tokens). Four 8-bit levels; each picks the bin where the running
-// sum over the team's ranks crosses (every rank picks the same bin).
+// key >= lo, accumulated from the largest key down after `base` (the mass of tokens above every
+// one in src), first reaches `target` (target_is_share: target * the total of those tokens). Four
+// 8-bit levels; each picks the bin where the running sum over the team's ranks crosses (every rank
+// picks the same bin).
 template <class Src, int kRanks>
 __device__ uint32_t radix_cut(const Src& src,
                               uint32_t lo,
@@ -281,9 +282,10 @@ __device__ uint32_t radix_cut(const Src& src,
                               double target,
                               bool target_is_share,
                               const Team<kRanks>& team,
-                              Shared& sh) {
+                              Shared& sh,
+                              unsigned long long base = 0) {
   uint32_t prefix = 0;
-  unsigned long long above = 0;
+  unsigned long long above = base;
   for (int level = 0; level < 4; ++level) {
     const int shift = 24 - 8 * level;
     const uint32_t hi_mask = level == 0 ? 0u : (0xffffffffu << (shift + 8));
@@ -342,16 +344,16 @@ struct Bucketer {
 // row falls there) with counts, or with weights when `weighted` (then `total` = the weight of the
 // whole row), and returns the first bucket at which the running sum from the top, over the
 // team's ranks, reaches target (times the total when weighted), or -1 if the counted buckets
-// never reach it. Every rank returns the same bucket.
+// never reach it (and the mass before that bucket). Every rank returns the same.
 template <int kRanks>
-__device__ int bucket_crossing(const RowSrc& src,
-                               const Bucketer& bucket,
-                               bool weighted,
-                               const Weigher& wf,
-                               double target,
-                               unsigned long long& total,
-                               const Team<kRanks>& team,
-                               Shared& sh) {
+__device__ Crossing bucket_crossing(const RowSrc& src,
+                                    const Bucketer& bucket,
+                                    bool weighted,
+                                    const Weigher& wf,
+                                    double target,
+                                    unsigned long long& total,
+                                    const Team<kRanks>& team,
+                                    Shared& sh) {
   for (int b = threadIdx.x; b < kBuckets; b += kThreads) sh.u.bucket[b] = 0;
   __syncthreads();
   unsigned long long mine = 0;
@@ -374,19 +376,25 @@ __device__ int bucket_crossing(const RowSrc& src,
   const Crossing c = team_crossing<kBuckets>(sh.u.bucket, false, kBuckets - 1, 0, target, weighted,
                                              weighted, team, sh);
   if (weighted) total = c.total;
-  return c.index;
+  return c;
 }
 
-// Copies every finite token in buckets <= crossing to the candidate list (which reuses the
+// Copies every finite token in buckets [from, crossing] to the candidate list (which reuses the
 // buckets' memory); returns the number of such tokens over the team (> kCap: the list is
 // incomplete). A team gathers its list in rank 0's memory, in rank order.
 template <int kRanks>
-__device__ int compact(
-    const RowSrc& src, const Bucketer& bucket, int crossing, const Team<kRanks>& team, Shared& sh) {
+__device__ int compact(const RowSrc& src,
+                       const Bucketer& bucket,
+                       int from,
+                       int crossing,
+                       const Team<kRanks>& team,
+                       Shared& sh) {
   if (threadIdx.x == 0) sh.count = 0;
   __syncthreads();
   src.for_each([&](int64_t i, float v) {
-    if (v == kNegInf || bucket(v) > static_cast<uint32_t>(crossing)) return;
+    if (v == kNegInf) return;
+    const uint32_t b = bucket(v);
+    if (b > static_cast<uint32_t>(crossing) || b < static_cast<uint32_t>(from)) return;
     const int slot = atomicAdd(&sh.count, 1);
     if (slot < kCap) {
       sh.u.cand.v[slot] = v;
@@ -395,7 +403,10 @@ __device__ int compact(
   });
   __syncthreads();
   if constexpr (kRanks == 1) {
-    return sh.count;
+    // Read before the barrier: the next compaction's reset must not overtake a slow reader.
+    const int n = sh.count;
+    __syncthreads();
+    return n;
   } else {
     if (threadIdx.x == 0) sh.part[kSlotCount].n = sh.count;
     team.sync();

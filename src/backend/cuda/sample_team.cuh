@@ -24,7 +24,16 @@ struct TeamPart {
   int n;
 };
 
-enum TeamSlot { kSlotMax = 0, kSlotTotal, kSlotRange, kSlotCross, kSlotCount, kSlotRace, kSlots };
+enum TeamSlot {
+  kSlotMax = 0,
+  kSlotTotal,
+  kSlotRange,
+  kSlotCross,
+  kSlotCount,
+  kSlotCut,
+  kSlotRace,
+  kSlots
+};
 
 template <int kRanks>
 struct Team {

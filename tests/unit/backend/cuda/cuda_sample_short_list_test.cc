@@ -41,12 +41,13 @@ struct Batch : SampleRowsInput {
   ks::RowsArgs args() const { return SampleRowsInput::args(kVocab); }
 };
 
-// Rows of four kinds per spec: plain (bf16-rounded normal, sd 3: many exact ties), the 40th
+// Rows of five kinds per spec: plain (bf16-rounded normal, sd 3: many exact ties), the 40th
 // largest value repeated at 30 more tokens (ties across k = 50), 5000 tokens sharing the max
-// (more than the list holds), and a mask with penalties and bias.
+// (more than the list holds), a mask with penalties and bias, and flat rows (sd 0.3: top-p alone
+// keeps more tokens than the list holds, so the list shrinks to the crossing bucket).
 Batch make_batch(uint32_t seed) {
   Batch b;
-  const int64_t rows = 4 * kSpecCount;
+  const int64_t rows = 5 * kSpecCount;
   b.x = random_rows(static_cast<size_t>(rows * kVocab), seed, 3.0f);
   std::mt19937 rng(seed + 7);
   std::uniform_int_distribution<int32_t> tok(0, static_cast<int32_t>(kVocab) - 1);
@@ -61,7 +62,9 @@ Batch make_batch(uint32_t seed) {
     p.top_k = s.k;
     p.top_p = s.p;
     p.min_p = s.min_p;
-    if (kind == 1) {
+    if (kind == 4) {
+      for (int64_t j = 0; j < kVocab; ++j) row[j] *= 0.1f;
+    } else if (kind == 1) {
       std::vector<float> sorted(row, row + kVocab);
       std::nth_element(sorted.begin(), sorted.begin() + 39, sorted.end(), std::greater<float>());
       for (int i = 0; i < 30; ++i) row[tok(rng)] = sorted[39];
